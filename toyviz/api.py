@@ -1,0 +1,147 @@
+"""Text in, traces and tokens out: the objects `toyviz.load` returns.
+
+`GPT` and `Translator` hold a model and its tokenizer(s); they validate user text, add the
+special tokens the models were trained with, and fill token pieces into the traces.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from .checkpoint import load_folder, resolve
+from .sampling import top_candidates
+from .trace import Trace, TranslatorTrace, parse_ablation
+
+BOS_GPT = "<|endoftext|>"                          # document separator, and the GPT's first token
+BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"    # the translator's specials
+TRANSLATOR_SPECIALS = [BOS, EOS, PAD]
+
+
+class PromptError(ValueError):
+    """User input the models cannot take; the message is meant for the user."""
+
+
+def resolve_device(device: str | None = None) -> str:
+    """Explicit argument, else TOYVIZ_DEVICE, else CUDA when present."""
+    device = device or os.environ.get("TOYVIZ_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("TOYVIZ_DEVICE asks for CUDA but torch sees no GPU")
+    return device
+
+
+def check_text(text) -> str:
+    if not isinstance(text, str):
+        raise PromptError(f"text must be a string, not {type(text).__name__}")
+    if not text.strip():
+        raise PromptError("the text is empty: type a few words first")
+    return text
+
+
+def check_sampling(max_new_tokens, temperature, top_k, top_p):
+    if not 0 <= int(max_new_tokens):
+        raise PromptError("max_new_tokens must be 0 or more")
+    if not 0 <= float(temperature):
+        raise PromptError("temperature must be 0 (greedy) or more")
+    if not 0 <= int(top_k):
+        raise PromptError("top_k must be 0 (off) or more")
+    if not 0 < float(top_p) <= 1:
+        raise PromptError("top_p must be in (0, 1]")
+
+
+@dataclass
+class Step:
+    """One generated token, as a UI wants it."""
+    text: str                          # newly completed text (may be "" mid-character)
+    token: int
+    piece: str                         # the token's own text piece
+    prob: float                        # probability it was drawn with
+    top: list[tuple[str, float]]       # the most likely candidates at this step
+    logits: torch.Tensor               # (V,) raw next-token logits
+
+
+class GPT:
+    def __init__(self, model, tokenizer, source: str = ""):
+        self.model, self.tokenizer, self.source = model, tokenizer, source
+        self.config = model.config
+        self.bos = tokenizer.special(BOS_GPT)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.tok_emb.weight.device
+
+    def encode(self, text: str) -> tuple[list[int], int]:
+        """BOS + tokens, cut to the context; → (ids, number of tokens dropped)."""
+        ids = [self.bos] + self.tokenizer.encode(check_text(text))
+        dropped = max(0, len(ids) - self.config.context)
+        return ids[: self.config.context], dropped
+
+    def trace(self, text: str, *, causal: bool | None = None, ablate=(), ablation: str = "zero") -> Trace:
+        """Traced forward pass over the prompt; `ablate` lists (layer, head) pairs to switch off."""
+        ids, dropped = self.encode(text)
+        for layer, head in ablate:
+            if not (0 <= layer < self.config.n_layer and 0 <= head < self.config.n_head):
+                raise PromptError(f"no head {layer}.{head} in a {self.config.n_layer}×{self.config.n_head} model")
+        trace = self.model.trace(ids, causal=causal, ablate=parse_ablation(ablate, ablation) if ablate else None)
+        trace.tokens, trace.truncated = self.tokenizer.pieces(ids), dropped
+        return trace
+
+    def generate(self, text: str, max_new_tokens: int = 50, *, temperature: float = 1.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10
+                 ) -> Iterator[Step]:
+        check_sampling(max_new_tokens, temperature, top_k, top_p)
+        ids = [self.bos] + self.tokenizer.encode(check_text(text))
+        decode = self.tokenizer.stream_decoder()
+        for s in self.model.generate_ids(ids, int(max_new_tokens), temperature=float(temperature),
+                                         top_k=int(top_k), top_p=float(top_p), seed=seed, use_cache=use_cache):
+            top = [(self.tokenizer.piece(t), p) for t, p in top_candidates(s.probs, n_top)]
+            yield Step(decode(s.token), s.token, self.tokenizer.piece(s.token), s.prob, top, s.logits)
+
+
+@dataclass
+class Translation:
+    text: str
+    ids: list[int]                     # target ids, without BOS/EOS
+    score: float                       # length-normalised log-probability
+    trace: TranslatorTrace             # decoder fed BOS + ids, so the trace explains this output
+    truncated: int = 0
+
+
+class Translator:
+    def __init__(self, model, source_tokenizer, target_tokenizer, source: str = ""):
+        self.model, self.src_tok, self.tgt_tok, self.source = model, source_tokenizer, target_tokenizer, source
+        self.config = model.config
+        self.bos, self.eos = target_tokenizer.special(BOS), target_tokenizer.special(EOS)
+        self.src_eos = source_tokenizer.special(EOS)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.src_emb.weight.device
+
+    def encode(self, text: str) -> tuple[list[int], int]:
+        ids = self.src_tok.encode(check_text(text))
+        keep = self.config.context - 1
+        return ids[:keep] + [self.src_eos], max(0, len(ids) - keep)
+
+    def translate(self, text: str, beam: int = 1, *, max_len: int | None = None, alpha: float = 0.6) -> Translation:
+        if not 1 <= int(beam) <= 16:
+            raise PromptError("beam must be between 1 and 16")
+        src, dropped = self.encode(text)
+        hyp = self.model.search(src, bos=self.bos, eos=self.eos, beam=int(beam), max_len=max_len, alpha=alpha)
+        tgt = [self.bos] + hyp.ids
+        trace = self.model.trace(src, tgt[: self.config.context])
+        trace.src_tokens = self.src_tok.pieces(src)
+        trace.tgt_tokens = self.tgt_tok.pieces(tgt)
+        trace.output_tokens = self.tgt_tok.pieces(hyp.ids + [self.eos])[: len(trace.tgt_tokens)]
+        return Translation(self.tgt_tok.decode(hyp.ids), hyp.ids, hyp.score, trace, dropped)
+
+
+def load(name_or_path: str = "gpt", device: str | None = None):
+    """Load "gpt", "translator", a checkpoint folder or a Hub repo id → GPT or Translator."""
+    folder = resolve(name_or_path)
+    kind, model, toks = load_folder(folder, resolve_device(device))
+    if kind == "gpt":
+        return GPT(model, toks["tokenizer"], str(folder))
+    return Translator(model, toks["source"], toks["target"], str(folder))

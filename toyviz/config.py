@@ -1,0 +1,71 @@
+"""Model configurations: plain dataclasses that round-trip through config.json.
+
+Every field is a JSON scalar so `PyTorchModelHubMixin` can save and rebuild them.
+"""
+from dataclasses import dataclass
+
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "none")
+FEED_FORWARD_KINDS = ("gelu", "swiglu", "relu")
+NORM_PLACEMENTS = ("pre", "post")
+
+
+def _check(value, allowed, field):
+    if value not in allowed:
+        raise ValueError(f"{field} must be one of {allowed}, got {value!r}")
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 4096
+    context: int = 256          # longest sequence the model is trained on
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 256
+    d_ff: int = 0               # 0 means the usual 4 * d_model
+    positional: str = "sinusoidal"
+    feed_forward: str = "gelu"
+    norm: str = "pre"
+    causal: bool = True         # False only for the "no mask" experiment
+    bias: bool = True
+    tie_head: bool = True       # LM head shares the token-embedding matrix (GPT-2 does)
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        _check(self.positional, POSITIONAL_KINDS, "positional")
+        _check(self.feed_forward, FEED_FORWARD_KINDS, "feed_forward")
+        _check(self.norm, NORM_PLACEMENTS, "norm")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_head={self.n_head}")
+        if self.positional == "rope" and (self.d_model // self.n_head) % 2:
+            raise ValueError("rope needs an even head size")
+        if self.d_ff == 0:
+            self.d_ff = 4 * self.d_model
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_head
+
+
+@dataclass
+class TranslatorConfig:
+    src_vocab_size: int = 4096
+    tgt_vocab_size: int = 4096
+    context: int = 128          # longest source or target sequence, in tokens
+    n_encoder_layer: int = 3
+    n_decoder_layer: int = 3
+    n_head: int = 4
+    d_model: int = 256
+    d_ff: int = 1024
+    feed_forward: str = "relu"  # the paper's choice
+    norm: str = "pre"           # "post" is the paper's placement; pre-norm trains more easily
+    dropout: float = 0.1
+
+    def __post_init__(self):
+        _check(self.feed_forward, FEED_FORWARD_KINDS, "feed_forward")
+        _check(self.norm, NORM_PLACEMENTS, "norm")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_head={self.n_head}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_head

@@ -1,0 +1,145 @@
+# no `from __future__ import annotations` here: the Hub mixin reads the real GPTConfig annotation
+"""ToyGPT: a decoder-only transformer as in the GPT papers and nanoGPT.
+
+token embedding + positional encoding → n_layer pre-norm blocks (causal self-attention,
+feed-forward) → final LayerNorm → LM head tied to the token embedding.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from huggingface_hub import PyTorchModelHubMixin
+
+from .config import GPTConfig
+from .layers import Block, KVCache, rope_angles, sinusoidal_encoding
+from .sampling import draw, next_token_probs
+from .trace import Recorder, Trace
+
+
+@dataclass
+class SampledToken:
+    token: int
+    prob: float                # probability it was drawn with (after temperature/top-k/top-p)
+    probs: torch.Tensor        # (V,) the distribution it was drawn from
+    logits: torch.Tensor       # (V,) raw logits, so a UI can re-apply other settings
+
+
+class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mit",
+             tags=["toyviz", "gpt", "education"]):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.context, c.d_model) if c.positional == "learned" else None
+        self.drop = nn.Dropout(c.dropout)
+        self.blocks = nn.ModuleList(
+            Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout)
+            for _ in range(c.n_layer))
+        self.ln_f = nn.LayerNorm(c.d_model, bias=c.bias)
+        self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        if c.tie_head:
+            self.head.weight = self.tok_emb.weight
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2: scale the projections that write into the stream
+            if name.endswith(("attn.o.weight", "mlp.down.weight")):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c.n_layer))
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, 0.0, 0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def positional(self, positions: torch.Tensor) -> torch.Tensor | None:
+        """(T, d_model) vector added to the token embeddings, or None for rope/none."""
+        kind = self.config.positional
+        if kind == "learned":
+            if positions[-1] >= self.config.context:
+                raise ValueError(f"learned positions stop at {self.config.context}: "
+                                 f"the table has no row for position {int(positions[-1])}")
+            return self.pos_emb(positions)
+        if kind == "sinusoidal":
+            return sinusoidal_encoding(int(positions[-1]) + 1, self.config.d_model).to(
+                self.tok_emb.weight)[positions]
+        return None
+
+    def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None,
+                rec: Recorder | None = None):
+        """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given."""
+        causal = self.config.causal if causal is None else causal
+        offset = cache.length if cache is not None else 0
+        positions = torch.arange(offset, offset + idx.shape[1], device=idx.device)
+        x = self.tok_emb(idx)                                            # (B, T, C)
+        pos = self.positional(positions)
+        if pos is not None:
+            x = x + pos
+        x = self.drop(x)
+        rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
+        if rec is not None:
+            rec.write("embed", x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, index=i, causal=causal, rope=rope, cache=cache, rec=rec)
+        h = self.ln_f(x)
+        if rec is not None:
+            rec.final("residual", x)
+            rec.norm("ln_f", self.ln_f, x, h)
+        logits = self.head(h)                                            # (B, T, V)
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-1)
+
+    @torch.no_grad()
+    def trace(self, ids: list[int], *, causal: bool | None = None, ablate=None) -> Trace:
+        """Run one traced forward pass over ids (≤ context) and return what it computed."""
+        causal = self.config.causal if causal is None else causal
+        rec = Recorder(ablate)
+        idx = torch.tensor([ids], dtype=torch.long, device=self.tok_emb.weight.device)
+        logits, _ = self.forward(idx, causal=causal, rec=rec)
+        names = [f"attn.{i}" for i in range(self.config.n_layer)]
+        att = rec.store["attention"]
+        pos = self.positional(torch.arange(len(ids), device=idx.device))
+        return Trace(
+            tokens=[], token_ids=list(ids), positional=pos,
+            attention=rec.stacked(names, "probs"), scores=rec.stacked(names, "scores"),
+            q=rec.stacked(names, "q"), k=rec.stacked(names, "k"), v=rec.stacked(names, "v"),
+            head_out=rec.stacked(names, "out"), head_writes=rec.stacked(names, "head_writes"),
+            attn_out_bias=torch.cat([att[n]["bias"] for n in names]),
+            attn_inputs=torch.stack([rec.store["inputs"][n] for n in names]),
+            residual_parts=rec.parts(""), residual_final=rec.store["final"]["residual"],
+            layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {})
+
+    @torch.no_grad()
+    def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,
+                     top_k: int = 0, top_p: float = 1.0, seed: int | None = None,
+                     use_cache: bool = True) -> Iterator[SampledToken]:
+        """Yield max_new_tokens sampled tokens one at a time.
+
+        The model sees a window of at most `context` tokens. When the window overflows it jumps
+        forward by half a context, so a cached run only has to re-read the window then; cached
+        and uncached runs see exactly the same window at every step, hence the same logits.
+        """
+        ctx = self.config.context
+        device = self.tok_emb.weight.device
+        generator = torch.Generator(device=device)
+        generator.manual_seed(seed) if seed is not None else generator.seed()
+        seq, start, cache = list(ids), max(0, len(ids) - ctx), None
+        for _ in range(max_new_tokens):
+            if len(seq) - start > ctx:
+                start, cache = len(seq) - ctx // 2, None
+            if use_cache and cache is not None:
+                new = seq[-1:]                                           # only the newest token
+            else:
+                cache = KVCache() if use_cache else None
+                new = seq[start:]
+            logits, _ = self.forward(torch.tensor([new], device=device), cache=cache)
+            logits = logits[0, -1].float()
+            probs = next_token_probs(logits, temperature, top_k, top_p)
+            token = draw(probs, generator)
+            seq.append(token)
+            yield SampledToken(token, float(probs[token]), probs, logits)

@@ -1,0 +1,152 @@
+"""What a traced forward pass recorded.
+
+The models compute; a `Recorder` passed into their forward collects what they computed
+(attention scores and probabilities, per-head outputs and writes, every LayerNorm's input
+and output, every write into the residual stream). The dataclasses below are what the rest
+of toyviz reads. Recording never changes a value the model computes: the recorder only
+keeps references (detached) to tensors the forward pass made anyway, plus per-head writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+ABLATIONS = ("zero", "mean")
+
+
+class Recorder:
+    """Collects named activations during one forward pass of batch size 1.
+
+    `scope("enc.")` returns a view that writes into the same storage under a prefix, so the
+    translator's encoder and decoder share one recorder. `ablate` maps attention-module
+    names (e.g. "attn.1") to {head: "zero" | "mean"}.
+    """
+
+    def __init__(self, ablate: dict[str, dict[int, str]] | None = None, prefix: str = "", store=None):
+        self.prefix = prefix
+        self.store = store if store is not None else {"attention": {}, "writes": {}, "norms": {}, "inputs": {}, "final": {}}
+        self.ablate = ablate or {}
+
+    def scope(self, prefix: str) -> "Recorder":
+        return Recorder(self.ablate, self.prefix + prefix, self.store)
+
+    def ablation_for(self, name: str) -> dict[int, str]:
+        return self.ablate.get(self.prefix + name, {})
+
+    def attention(self, name: str, **tensors):
+        self.store["attention"][self.prefix + name] = {k: v.detach()[0] for k, v in tensors.items()}
+
+    def write(self, name: str, tensor: torch.Tensor):
+        self.store["writes"][self.prefix + name] = tensor.detach()[0]
+
+    def input(self, name: str, tensor: torch.Tensor):
+        """What a sub-layer read (its normalised input under pre-norm)."""
+        self.store["inputs"][self.prefix + name] = tensor.detach()[0]
+
+    def norm(self, name: str, module: torch.nn.LayerNorm, inp: torch.Tensor, out: torch.Tensor):
+        x = inp.detach()[0]
+        self.store["norms"][self.prefix + name] = {
+            "input": x, "output": out.detach()[0],
+            "mean": x.mean(-1), "std": x.var(-1, unbiased=False).add(module.eps).sqrt(),
+            "weight": module.weight.detach(),
+            "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight),
+        }
+
+    def final(self, name: str, tensor: torch.Tensor):
+        self.store["final"][self.prefix + name] = tensor.detach()[0]
+
+    def stacked(self, names: list[str], key: str) -> torch.Tensor:
+        """[len(names), ...] stack of one recorded attention tensor across modules."""
+        return torch.stack([self.store["attention"][n][key] for n in names])
+
+    def parts(self, prefix: str) -> dict[str, torch.Tensor]:
+        """Residual writes of one stack, in the order they happened, prefix stripped."""
+        return {k[len(prefix):]: v for k, v in self.store["writes"].items() if k.startswith(prefix)}
+
+    def norms(self, prefix: str = "") -> dict[str, dict[str, torch.Tensor]]:
+        return {k[len(prefix):]: v for k, v in self.store["norms"].items() if k.startswith(prefix)}
+
+
+def parse_ablation(heads, kind: str = "zero") -> dict[str, dict[int, str]]:
+    """[(layer, head), …] → {"attn.<layer>": {head: kind}} for a GPT's self-attention."""
+    if kind not in ABLATIONS:
+        raise ValueError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
+    ablate: dict[str, dict[int, str]] = {}
+    for layer, head in heads:
+        ablate.setdefault(f"attn.{int(layer)}", {})[int(head)] = kind
+    return ablate
+
+
+@dataclass
+class HeadView:
+    """One head of one layer, unrolled; every tensor is what the model computed."""
+    layer: int
+    head: int
+    x: torch.Tensor       # [T, d_model] the attention's input (after ln1 in a pre-norm block)
+    q: torch.Tensor       # [T, d_head] after rotation for RoPE models
+    k: torch.Tensor       # [T, d_head]
+    v: torch.Tensor       # [T, d_head]
+    scores: torch.Tensor  # [T, T] q @ k.T / sqrt(d_head), before the mask
+    probs: torch.Tensor   # [T, T] masked softmax of scores
+    out: torch.Tensor     # [T, d_head] probs @ v
+    write: torch.Tensor   # [T, d_model] out through this head's slice of W_O
+    causal: bool
+
+
+@dataclass
+class Trace:
+    """Everything one GPT forward pass computed for one prompt (batch size 1)."""
+    tokens: list[str]                 # text pieces, BOS first
+    token_ids: list[int]
+    positional: torch.Tensor | None   # [T, d_model] vector added to the embeddings (None for rope/none)
+    attention: torch.Tensor           # [L, H, T, T] probabilities
+    scores: torch.Tensor              # [L, H, T, T] scaled scores before the mask
+    q: torch.Tensor                   # [L, H, T, d_head]
+    k: torch.Tensor
+    v: torch.Tensor
+    head_out: torch.Tensor            # [L, H, T, d_head]
+    head_writes: torch.Tensor         # [L, H, T, d_model]
+    attn_out_bias: torch.Tensor       # [L, d_model] W_O bias (zeros if the model has none)
+    attn_inputs: torch.Tensor         # [L, T, d_model]
+    residual_parts: dict[str, torch.Tensor]   # "embed", "attn.0", "mlp.0", … each [T, d_model]
+    residual_final: torch.Tensor      # [T, d_model] the stream the final norm reads
+    layernorms: dict[str, dict[str, torch.Tensor]]
+    logits: torch.Tensor              # [T, vocab]
+    causal: bool = True
+    ablated: dict = field(default_factory=dict)
+    truncated: int = 0                # prompt tokens dropped to fit the context
+
+    @property
+    def n_layer(self) -> int:
+        return self.attention.shape[0]
+
+    @property
+    def n_head(self) -> int:
+        return self.attention.shape[1]
+
+    def head(self, layer: int, head: int) -> HeadView:
+        if not (0 <= layer < self.n_layer and 0 <= head < self.n_head):
+            raise IndexError(f"no head {layer}.{head}: the model has {self.n_layer} layers × {self.n_head} heads")
+        return HeadView(layer, head, self.attn_inputs[layer], self.q[layer, head], self.k[layer, head],
+                        self.v[layer, head], self.scores[layer, head], self.attention[layer, head],
+                        self.head_out[layer, head], self.head_writes[layer, head], self.causal)
+
+
+@dataclass
+class TranslatorTrace:
+    """One encoder–decoder pass: source sentence in, decoder fed the chosen output."""
+    src_tokens: list[str]
+    src_ids: list[int]
+    tgt_tokens: list[str]             # decoder inputs: BOS, y1 … yn
+    tgt_ids: list[int]
+    output_tokens: list[str]          # what each decoder position predicts: y1 … yn, EOS
+    encoder_attention: torch.Tensor   # [L_enc, H, S, S]
+    decoder_attention: torch.Tensor   # [L_dec, H, T, T]
+    cross_attention: torch.Tensor     # [L_dec, H, T, S]
+    encoder_parts: dict[str, torch.Tensor]
+    decoder_parts: dict[str, torch.Tensor]
+    encoder_final: torch.Tensor       # [S, d_model]
+    decoder_final: torch.Tensor       # [T, d_model]
+    layernorms: dict[str, dict[str, torch.Tensor]]
+    logits: torch.Tensor              # [T, tgt_vocab]

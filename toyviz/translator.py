@@ -1,0 +1,139 @@
+"""ToyTranslator: the encoder–decoder of "Attention Is All You Need".
+
+Source and target embeddings scaled by √d_model plus sinusoidal positions; encoder blocks
+(self-attention over the source, padding masked); decoder blocks (causal self-attention,
+cross-attention over the encoder output, feed-forward); output projection tied to the target
+embedding; Xavier initialisation. Greedy decoding is beam search with width 1.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+from huggingface_hub import PyTorchModelHubMixin
+
+from .config import TranslatorConfig
+from .layers import Block, sinusoidal_encoding
+from .trace import Recorder, TranslatorTrace
+
+
+@dataclass
+class Hypothesis:
+    ids: list[int]          # target ids after BOS, EOS excluded
+    logprob: float
+    score: float            # logprob normalised by the length penalty
+    finished: bool
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT's ((5 + length) / 6)^alpha: alpha > 0 stops beam search preferring short outputs."""
+    return ((5 + length) / 6) ** alpha
+
+
+class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mit",
+                    tags=["toyviz", "translation", "education"]):
+    def __init__(self, config: TranslatorConfig):
+        super().__init__()
+        self.config = c = config
+        self.src_emb = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.tgt_emb = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_encoding(c.context, c.d_model), persistent=False)
+        self.drop = nn.Dropout(c.dropout)
+        block = lambda cross: Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, cross=cross,
+                                    dropout=c.dropout)
+        self.encoder = nn.ModuleList(block(False) for _ in range(c.n_encoder_layer))
+        self.decoder = nn.ModuleList(block(True) for _ in range(c.n_decoder_layer))
+        # pre-norm leaves the stream un-normalised, so each stack ends with a norm
+        self.enc_norm = nn.LayerNorm(c.d_model) if c.norm == "pre" else None
+        self.dec_norm = nn.LayerNorm(c.d_model) if c.norm == "pre" else None
+        self.out = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        self.out.weight = self.tgt_emb.weight                            # tied, as in the paper
+
+    def _embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        T = ids.shape[1]
+        if T > self.config.context:
+            raise ValueError(f"{T} tokens exceed the translator's context of {self.config.context}")
+        return self.drop(table(ids) * math.sqrt(self.config.d_model) + self.pe[:T])
+
+    def _stack(self, x, blocks, norm, rec, **kwargs):
+        if rec is not None:
+            rec.write("embed", x)
+        for i, block in enumerate(blocks):
+            x = block(x, index=i, rec=rec, **kwargs)
+        if rec is not None:
+            rec.final("residual", x)
+        if norm is None:
+            return x
+        h = norm(x)
+        if rec is not None:
+            rec.norm("ln_f", norm, x, h)
+        return h
+
+    def encode(self, src, src_keep, rec: Recorder | None = None):
+        """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding."""
+        return self._stack(self._embed(self.src_emb, src), self.encoder, self.enc_norm,
+                           rec and rec.scope("enc."), key_keep=src_keep)
+
+    def decode(self, tgt, memory, src_keep, rec: Recorder | None = None):
+        """tgt (B, T) decoder inputs → logits (B, T, V_tgt)."""
+        h = self._stack(self._embed(self.tgt_emb, tgt), self.decoder, self.dec_norm,
+                        rec and rec.scope("dec."), causal=True, memory=memory, memory_keep=src_keep)
+        return self.out(h)
+
+    def forward(self, src, tgt, src_keep=None):
+        src_keep = torch.ones_like(src, dtype=torch.bool) if src_keep is None else src_keep
+        return self.decode(tgt, self.encode(src, src_keep), src_keep)
+
+    @torch.no_grad()
+    def search(self, src_ids: list[int], *, bos: int, eos: int, beam: int = 1, max_len: int | None = None,
+               alpha: float = 0.6) -> Hypothesis:
+        """Beam search for one sentence (beam=1 is greedy decoding)."""
+        device = self.src_emb.weight.device
+        max_len = min(max_len or self.config.context - 1, self.config.context - 1)
+        src = torch.tensor([src_ids], device=device)
+        keep = torch.ones_like(src, dtype=torch.bool)
+        memory = self.encode(src, keep)
+        alive, finished = [Hypothesis([], 0.0, 0.0, False)], []
+        for _ in range(max_len):
+            tgt = torch.tensor([[bos] + h.ids for h in alive], device=device)
+            n = len(alive)
+            logp = self.decode(tgt, memory.expand(n, -1, -1), keep.expand(n, -1))[:, -1].log_softmax(-1)
+            total = logp + torch.tensor([h.logprob for h in alive], device=device)[:, None]
+            values, flat = total.flatten().topk(min(beam * 2, total.numel()))
+            candidates = []
+            for value, index in zip(values.tolist(), flat.tolist()):
+                parent, token = divmod(index, total.shape[1])
+                ids = alive[parent].ids + ([] if token == eos else [token])
+                done = token == eos
+                candidates.append(Hypothesis(ids, value, value / length_penalty(len(ids) + done, alpha), done))
+            finished += [h for h in candidates if h.finished][: beam]
+            alive = [h for h in candidates if not h.finished][:beam]
+            best_done = max((h.score for h in finished), default=-math.inf)
+            # stop when no open hypothesis can still beat the best finished one
+            if not alive or len(finished) >= beam and best_done >= max(h.score for h in alive):
+                break
+        return max(finished or alive, key=lambda h: h.score)
+
+    @torch.no_grad()
+    def trace(self, src_ids: list[int], tgt_ids: list[int]) -> TranslatorTrace:
+        """Traced pass: encoder over src_ids, decoder fed tgt_ids (BOS + chosen output)."""
+        device = self.src_emb.weight.device
+        rec = Recorder()
+        src = torch.tensor([src_ids], device=device)
+        keep = torch.ones_like(src, dtype=torch.bool)
+        memory = self.encode(src, keep, rec)
+        logits = self.decode(torch.tensor([tgt_ids], device=device), memory, keep, rec)
+        enc = [f"enc.attn.{i}" for i in range(self.config.n_encoder_layer)]
+        dec = [f"dec.attn.{i}" for i in range(self.config.n_decoder_layer)]
+        cross = [f"dec.cross.{i}" for i in range(self.config.n_decoder_layer)]
+        return TranslatorTrace(
+            src_tokens=[], src_ids=list(src_ids), tgt_tokens=[], tgt_ids=list(tgt_ids), output_tokens=[],
+            encoder_attention=rec.stacked(enc, "probs"), decoder_attention=rec.stacked(dec, "probs"),
+            cross_attention=rec.stacked(cross, "probs"),
+            encoder_parts=rec.parts("enc."), decoder_parts=rec.parts("dec."),
+            encoder_final=rec.store["final"]["enc.residual"], decoder_final=rec.store["final"]["dec.residual"],
+            layernorms=rec.norms(), logits=logits[0])
