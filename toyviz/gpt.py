@@ -36,6 +36,8 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         c = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.pos_emb = nn.Embedding(c.context, c.d_model) if c.positional == "learned" else None
+        # the paper scales embeddings by √d_model so the fixed ±1 sinusoids don't drown the tokens
+        self.embed_scale = math.sqrt(c.d_model) if c.positional == "sinusoidal" else 1.0
         self.drop = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(
             Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout)
@@ -75,7 +77,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         causal = self.config.causal if causal is None else causal
         offset = cache.length if cache is not None else 0
         positions = torch.arange(offset, offset + idx.shape[1], device=idx.device)
-        x = self.tok_emb(idx)                                            # (B, T, C)
+        x = self.tok_emb(idx) * self.embed_scale                         # (B, T, C)
         pos = self.positional(positions)
         if pos is not None:
             x = x + pos
