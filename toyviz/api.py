@@ -60,6 +60,7 @@ class Step:
     prob: float                        # probability it was drawn with
     top: list[tuple[str, float]]       # the most likely candidates at this step
     logits: torch.Tensor               # (V,) raw next-token logits
+    positions: int                     # positions the model processed for this step
 
 
 class GPT:
@@ -97,7 +98,7 @@ class GPT:
         for s in self.model.generate_ids(ids, int(max_new_tokens), temperature=float(temperature),
                                          top_k=int(top_k), top_p=float(top_p), seed=seed, use_cache=use_cache):
             top = [(self.tokenizer.piece(t), p) for t, p in top_candidates(s.probs, n_top)]
-            yield Step(decode(s.token), s.token, self.tokenizer.piece(s.token), s.prob, top, s.logits)
+            yield Step(decode(s.token), s.token, self.tokenizer.piece(s.token), s.prob, top, s.logits, s.positions)
 
 
 @dataclass

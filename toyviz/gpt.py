@@ -26,6 +26,7 @@ class SampledToken:
     prob: float                # probability it was drawn with (after temperature/top-k/top-p)
     probs: torch.Tensor        # (V,) the distribution it was drawn from
     logits: torch.Tensor       # (V,) raw logits, so a UI can re-apply other settings
+    positions: int             # token positions the model processed for this step (1 with a warm cache)
 
 
 class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mit",
@@ -144,4 +145,4 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             probs = next_token_probs(logits, temperature, top_k, top_p)
             token = draw(probs, generator)
             seq.append(token)
-            yield SampledToken(token, float(probs[token]), probs, logits)
+            yield SampledToken(token, float(probs[token]), probs, logits, len(new))
