@@ -10,7 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest
 import torch
 
-from toyviz.api import BOS_GPT, GPT, TRANSLATOR_SPECIALS, Translator
+from toyviz.api import BOS_GPT, GPT, TRANSLATOR_SPECIALS, Translator, resolve_device
 from toyviz.checkpoint import save_folder
 from toyviz.config import GPTConfig, TranslatorConfig
 from toyviz.gpt import ToyGPT
@@ -37,7 +37,8 @@ def gpt_tokenizer():
 @pytest.fixture(scope="session")
 def tiny_gpt(gpt_tokenizer) -> GPT:
     torch.manual_seed(0)
-    return GPT(ToyGPT(tiny_gpt_config(gpt_tokenizer.vocab_size)).eval(), gpt_tokenizer)
+    # on TOYVIZ_DEVICE (or auto) so the suite also checks the CUDA path where a GPU exists
+    return GPT(ToyGPT(tiny_gpt_config(gpt_tokenizer.vocab_size)).to(resolve_device()).eval(), gpt_tokenizer)
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +48,7 @@ def tiny_translator() -> Translator:
     tgt = train_tokenizer([SPANISH], 384, TRANSLATOR_SPECIALS, "tiny-es")
     config = TranslatorConfig(src_vocab_size=src.vocab_size, tgt_vocab_size=tgt.vocab_size, context=48,
                               n_encoder_layer=2, n_decoder_layer=2, n_head=4, d_model=32, d_ff=64)
-    return Translator(ToyTranslator(config).eval(), src, tgt)
+    return Translator(ToyTranslator(config).to(resolve_device()).eval(), src, tgt)
 
 
 @pytest.fixture(scope="session")

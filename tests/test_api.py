@@ -29,7 +29,7 @@ def test_head_view_is_what_the_model_computed(tiny_gpt):
         h = tr.head(layer, head)
         assert torch.allclose(h.scores, h.q @ h.k.T / h.q.shape[-1] ** 0.5, atol=1e-5)
         T = h.scores.shape[0]
-        masked = h.scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        masked = h.scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=h.scores.device).triu(1), float("-inf"))
         assert torch.allclose(h.probs, masked.softmax(-1), atol=1e-6)
         assert torch.equal(h.probs, tr.attention[layer, head])
         assert torch.allclose(h.out, h.probs @ h.v, atol=1e-5)
@@ -79,9 +79,9 @@ def test_translate_api(tiny_translator):
 
 
 def test_save_load_round_trip_gives_identical_outputs(tiny_checkpoints, tiny_gpt, tiny_translator):
-    gpt = toyviz.load(str(tiny_checkpoints["gpt"]), device="cpu")
+    gpt = toyviz.load(str(tiny_checkpoints["gpt"]), device=str(tiny_gpt.device))
     assert torch.equal(gpt.trace("To be").logits, tiny_gpt.trace("To be").logits)
-    mt = toyviz.load(str(tiny_checkpoints["translator"]), device="cpu")
+    mt = toyviz.load(str(tiny_checkpoints["translator"]), device=str(tiny_translator.device))
     assert mt.translate("the earth").ids == tiny_translator.translate("the earth").ids
 
 
