@@ -1,0 +1,335 @@
+"""Figure builders: shapes, titles, labels, masked cells, the numbers behind the pictures, payload."""
+import math
+import time
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from toyviz.api import GPT
+from toyviz.config import GPTConfig
+from toyviz.figures import PROJECTOR_SCALE, config_for, token_labels
+from toyviz.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
+from toyviz.gpt import ToyGPT
+from toyviz.heads import label_heads
+from toyviz.layers import ENCODING_VARIANTS, sinusoidal_encoding
+from toyviz.size import count_parameters
+
+PROMPT = "To be, or not to be, to be"
+LONG = "To be, or not to be, that is the question. Whether 'tis nobler in the mind to suffer " * 12
+
+
+@pytest.fixture(scope="module")
+def trace(tiny_gpt):
+    return tiny_gpt.trace(PROMPT)
+
+
+def gpt_with(tokenizer, **overrides) -> GPT:
+    torch.manual_seed(0)
+    config = GPTConfig(**{"vocab_size": tokenizer.vocab_size, "context": 64, "n_layer": 2, "n_head": 4,
+                          "d_model": 32, **overrides})
+    return GPT(ToyGPT(config).eval(), tokenizer)
+
+
+@pytest.fixture(scope="module")
+def big(gpt_tokenizer):
+    """4 layers × 4 heads, 128 tokens: the size the payload budget is set for."""
+    gpt = gpt_with(gpt_tokenizer, context=128, n_layer=4, n_head=4, d_model=64)
+    tr = gpt.trace(LONG)
+    assert len(tr.tokens) == 128
+    return gpt, tr
+
+
+def z(fig, i=0) -> np.ndarray:
+    return np.asarray(fig.data[i].z, dtype=np.float64)
+
+
+def title(fig) -> str:
+    return fig.layout.title.text
+
+
+# --- shared style -------------------------------------------------------------------------------
+
+def test_projector_mode_enlarges_text_and_height(trace):
+    small, large = (attention.attention_head(trace, 1, 2, projector=p) for p in (False, True))
+    assert large.layout.template.layout.font.size >= 1.6 * small.layout.template.layout.font.size
+    assert large.layout.template.layout.xaxis.tickfont.size >= 1.6 * small.layout.template.layout.xaxis.tickfont.size
+    assert large.layout.height > small.layout.height
+    grid_small, grid_large = (attention.attention_grid(trace, projector=p) for p in (False, True))
+    assert grid_large.layout.annotations[0].font.size >= 1.6 * grid_small.layout.annotations[0].font.size
+    assert PROJECTOR_SCALE >= 1.6
+
+
+def test_download_config_and_filename(trace):
+    fig = attention.attention_head(trace, 1, 2)
+    name = fig.layout.meta["filename"]
+    assert name.startswith("toyviz-attention-L1-H2")
+    assert config_for(name)["toImageButtonOptions"] == {"format": "png", "scale": 2, "filename": name}
+
+
+def test_token_labels_stay_unique_and_readable():
+    labels = token_labels(["<|endoftext|>", " be", " be", "\n"])
+    assert len(set(labels)) == 4
+    assert labels[1] == "1: ␣be" and labels[3] == "3: ↵"
+    assert labels[0] == "0: &lt;|endoftext|&gt;"          # plotly renders labels as HTML
+
+
+# --- tokens -------------------------------------------------------------------------------------
+
+def test_token_pieces_and_embedding_norms(trace):
+    fig = tokens.token_pieces(trace, per_row=5)
+    cells = np.asarray(fig.data[0].z)
+    assert cells.shape == (math.ceil(len(trace.tokens) / 5), 5)
+    ids = trace.token_ids
+    same = [i for i in range(len(ids)) if ids[i] == ids[2]]
+    assert len(same) > 1 and len({cells.flat[i] for i in same}) == 1       # same id, same colour
+    fig = tokens.embedding_norms(trace)
+    assert [b.name for b in fig.data] == ["token embedding", "positional", "sum (enters layer 0)"]
+    assert np.allclose(fig.data[2].y, trace.residual_parts["embed"].norm(dim=-1).numpy(), atol=1e-5)
+
+
+# --- positional ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d_model", [64, 128, 256])
+def test_buggy_encodings_are_less_distinguishable(d_model):
+    score = {v: positional.distinguishability(sinusoidal_encoding(128, d_model, v)) for v in ENCODING_VARIANTS}
+    assert score["correct"] > score["cos_overwrites_sin"] > score["no_d_model_scaling"]
+
+
+def test_distinguishability_is_zero_for_repeated_positions():
+    pe = torch.randn(5, 8)
+    pe[3] = pe[1]
+    assert positional.distinguishability(pe) == 0.0
+
+
+@pytest.mark.parametrize("kind", ["sinusoidal", "learned", "rope", "none"])
+def test_model_encoding_for_every_positional_kind(gpt_tokenizer, kind):
+    gpt = gpt_with(gpt_tokenizer, positional=kind)
+    tr = gpt.trace(PROMPT)
+    fig = positional.model_encoding(tr, kind)
+    T = len(tr.tokens)
+    if kind in ("sinusoidal", "learned"):
+        assert z(fig).shape == (T, 32) and list(fig.data[0].y) == token_labels(tr.tokens)
+    elif kind == "rope":
+        assert z(fig).shape == (T, gpt.config.d_head // 2) and "RoPE" in title(fig)
+    else:
+        assert not fig.data and "No positional" in title(fig)
+    if kind == "learned":
+        table = positional.model_encoding(tr, kind, table=gpt.model.pos_emb.weight)
+        assert z(table).shape == (64, 32)
+
+
+def test_similarity_curves_formula_and_spot_the_bug():
+    pe = sinusoidal_encoding(40, 16)
+    cos = positional.similarity_heatmap(pe, "cosine")
+    assert np.allclose(np.diag(z(cos)), 1, atol=1e-5)
+    dot = positional.similarity_heatmap(pe, "dot")
+    assert np.allclose(z(dot), (pe @ pe.T).numpy(), atol=1e-4)
+    assert len(positional.dimension_curves(pe, [0, 5]).data) == 2
+    assert z(positional.formula_explorer(48, 30)).shape == (30, 48)
+    big = positional.formula_explorer(512, 600)                   # pooled to what a browser can take
+    assert z(big).shape[0] <= positional.MAX_ROWS and z(big).shape[1] <= positional.MAX_COLS
+    bug = positional.spot_the_bug(128, 64)
+    assert len(bug.data) == 6
+    assert [a.text.split("<br>")[0] for a in bug.layout.annotations[:3]] == list(ENCODING_VARIANTS)
+
+
+# --- attention ----------------------------------------------------------------------------------
+
+def test_attention_head_masks_the_future_grey(trace):
+    fig = attention.attention_head(trace, 1, 2)
+    assert "layer 1, head 2" in title(fig)
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    labels = token_labels(trace.tokens)
+    assert list(fig.data[0].x) == labels and list(fig.data[0].y) == labels
+    values, T = z(fig), len(labels)
+    future = np.triu(np.ones((T, T), dtype=bool), 1)
+    assert np.isnan(values[future]).all() and np.isfinite(values[~future]).all()
+    assert np.allclose(values[~future], trace.attention[1, 2].numpy()[~future], atol=1e-6)
+    assert fig.layout.plot_bgcolor and fig.data[0].hoverongaps is False
+    scores = attention.attention_head(trace, 1, 2, mode="scores")
+    assert np.isnan(z(scores)[future]).all()
+    assert np.allclose(z(scores)[~future], trace.scores[1, 2].numpy()[~future], atol=1e-5)
+    with pytest.raises(ValueError):
+        attention.attention_head(trace, 0, 0, mode="logits")
+    with pytest.raises(IndexError):
+        attention.attention_head(trace, 9, 0)
+
+
+def test_attention_grid_small_multiples(trace):
+    labels = label_heads(trace)
+    fig = attention.attention_grid(trace, labels=labels)
+    assert len(fig.data) == trace.n_layer * trace.n_head
+    assert fig.layout.annotations[0].text.startswith("L0 H0 · ")
+    T = len(trace.tokens)
+    assert z(fig).shape == (T, T) and np.isnan(z(fig)[0, 1])
+
+
+def test_overview_payload_and_build_time_at_128_tokens(big):
+    _, tr = big
+    start = time.perf_counter()
+    fig = attention.attention_grid(tr)
+    built = time.perf_counter() - start
+    assert all(np.asarray(d.z).shape == (32, 32) for d in fig.data)
+    assert isinstance(fig.data[0].z, np.ndarray) and fig.data[0].z.dtype == np.float32
+    first = z(fig)
+    assert np.isnan(first[0, 1]) and np.isfinite(first[1, 0])     # blocks wholly in the future stay grey
+    payload = len(fig.to_json())
+    assert payload < 400_000, payload
+    assert built < 2.0, built
+    assert len(attention.attention_head(tr, 3, 3).to_json()) < 400_000
+
+
+def test_head_step_numbers_agree_with_the_trace(trace):
+    T = len(trace.tokens)
+    for layer, head, query in [(0, 0, 0), (1, 2, 5), (1, 3, T - 1)]:
+        s = attention.head_step_numbers(trace, layer, head, query)
+        assert np.allclose(s["probs"], trace.attention[layer, head, query].numpy(), atol=1e-6)
+        assert np.allclose(s["scaled"], trace.scores[layer, head, query].numpy(), atol=1e-5)
+        assert np.allclose(s["scaled"], s["dot"] / math.sqrt(s["d_head"]), atol=1e-6)
+        assert np.isinf(s["masked"][query + 1:]).all() and np.isfinite(s["masked"][: query + 1]).all()
+        assert len(s["keys"]) == query + 1 and s["k"].shape == (query + 1, s["d_head"])
+        assert np.allclose(s["out"], s["probs"] @ trace.v[layer, head].numpy(), atol=1e-5)
+        assert np.allclose(s["write"], trace.head_writes[layer, head, query].numpy())
+    fig = attention.head_steps(trace, 1, 2, 5)
+    assert len(fig.data) == 10 and len(fig.layout.annotations) == 10
+    assert "head 2" in title(fig)
+    assert np.isnan(z(fig, 6)[0, 6:]).all() and np.isnan(z(fig, 7)[0, 6:]).all()   # masked keys grey
+    with pytest.raises(IndexError):
+        attention.head_step_numbers(trace, 0, 0, T)
+
+
+def test_ablation_comparison(tiny_gpt, trace):
+    ablated = tiny_gpt.trace(PROMPT, ablate=[(0, 1), (1, 3)])
+    fig = attention.ablation_comparison(trace, ablated, tiny_gpt.tokenizer.piece, n=8)
+    assert len(fig.data) == 2 and len(fig.data[0].y) == 8
+    assert len(set(fig.data[0].y)) == 8
+    assert "0.1" in title(fig) and "1.3" in title(fig)
+    assert fig.data[0].x.max() <= 1
+
+
+def test_masked_vs_unmasked(tiny_gpt, trace):
+    fig = attention.masked_vs_unmasked(trace, tiny_gpt.trace(PROMPT, causal=False), 0, 1)
+    assert "layer 0, head 1" in title(fig)
+    assert np.isnan(z(fig, 0)).any() and not np.isnan(z(fig, 1)).any()
+    assert np.allclose(np.nansum(z(fig, 1), axis=1), 1, atol=1e-5)
+
+
+# --- layernorm ----------------------------------------------------------------------------------
+
+def test_layernorm_figures(trace):
+    names, T = list(trace.layernorms), len(trace.tokens)
+    fig = layernorm.layernorm_heatmaps(trace)
+    assert len(fig.data) == 4 and all(np.asarray(d.z).shape == (len(names), T) for d in fig.data)
+    assert np.allclose(z(fig, 1)[0], trace.layernorms[names[0]]["std"].numpy(), atol=1e-4)
+    assert len(layernorm.layernorm_curves(trace).data) == 3
+    assert len(layernorm.layernorm_curves(trace, position=2).data) == 6
+    params = layernorm.layernorm_parameters(trace, "ln_f")
+    assert len(params.data) == 2 and len(params.data[0].y) == 32
+    hist = layernorm.layernorm_histogram(trace, "block1.ln1", 3)
+    normalised = np.asarray(hist.data[1].x)
+    assert abs(normalised.mean()) < 1e-4 and abs(normalised.std() - 1) < 1e-2
+    with pytest.raises(KeyError):
+        layernorm.layernorm_parameters(trace, "block9.ln1")
+
+
+# --- residual stream ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_residual_shares_sum_to_one_and_attribution_is_exact(gpt_tokenizer, norm):
+    gpt = gpt_with(gpt_tokenizer, norm=norm)
+    tr = gpt.trace(PROMPT)
+    shares = residual.write_shares(tr)
+    assert list(shares) == list(tr.residual_parts)
+    assert np.allclose(np.sum(list(shares.values()), axis=0), 1, atol=1e-4)
+    fig = residual.residual_shares(tr)
+    assert np.allclose(np.nansum(z(fig), axis=0), 1, atol=1e-4)
+    for position in (0, 4, -1):
+        parts = residual.direct_logit_attribution(tr, gpt.model, position)
+        logit = tr.logits[position].max().item()
+        assert sum(parts.values()) == pytest.approx(logit, abs=1e-3)
+        assert f"L1 H{gpt.config.n_head - 1}" in parts and "mlp.1" in parts and "ln_f β" in parts
+    names, top, prob = residual.logit_lens_values(tr, gpt.model)
+    assert names == ["embed", "after layer 0", "after layer 1"]
+    assert (top[-1] == tr.logits.argmax(-1).numpy()).all()
+    assert np.allclose(prob[-1], tr.logits.softmax(-1).max(-1).values.numpy(), atol=1e-5)
+
+
+def test_residual_figures(tiny_gpt, trace):
+    fig = residual.residual_norms(trace, 3)
+    running = np.asarray(fig.data[1].y)
+    assert running[-1] == pytest.approx(trace.residual_final[3].norm().item(), rel=1e-4)
+    lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
+    assert z(lens).shape == (trace.n_layer + 1, len(trace.tokens))
+    dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
+    assert sum(dla.data[0].y) == pytest.approx(trace.logits[-1].max().item(), abs=1e-3)
+    assert len(set(dla.data[0].x)) == len(dla.data[0].x)
+
+
+# --- sampling -----------------------------------------------------------------------------------
+
+def test_sampling_bars_follow_the_settings(tiny_gpt):
+    logits = torch.randn(tiny_gpt.tokenizer.vocab_size)
+    piece = tiny_gpt.tokenizer.piece
+    greedy = sampling.next_token_bars(logits, piece, temperature=0)
+    assert (np.asarray(greedy.data[0].x) > 0).sum() == 1 and "1 candidate" in title(greedy)
+    top3 = sampling.next_token_bars(logits, piece, top_k=3, n=10)
+    assert (np.asarray(top3.data[0].x) > 0).sum() == 3 and len(top3.data[0].y) == 10
+    assert np.allclose(top3.data[1].x, np.sort(torch.softmax(logits, -1).numpy())[::-1][:10], atol=1e-6)
+    steps = [(" to", 0.5), (" be", 0.9), (",", 0.1)]
+    gen = sampling.generated_tokens(steps, per_row=2)
+    assert np.asarray(gen.data[0].z).shape == (2, 2) and gen.data[0].z[0][1] == pytest.approx(0.9)
+
+
+# --- translation --------------------------------------------------------------------------------
+
+def test_translation_figures(tiny_translator):
+    tr = tiny_translator.translate("To be or not to be").trace
+    S, T = len(tr.src_tokens), len(tr.tgt_tokens)
+    cross = translation.translation_attention(tr, "cross", 1, 2)
+    assert z(cross).shape == (T, S) and not np.isnan(z(cross)).any()
+    assert np.allclose(z(cross), tr.cross_attention[1, 2].numpy(), atol=1e-6)
+    mean = translation.translation_attention(tr, "cross")
+    assert np.allclose(z(mean), tr.cross_attention.mean((0, 1)).numpy(), atol=1e-6)
+    assert "mean over layers" in title(mean)
+    enc = translation.translation_attention(tr, "encoder", 0, 0)
+    assert z(enc).shape == (S, S) and not np.isnan(z(enc)).any()
+    dec = translation.translation_attention(tr, "decoder", 0, 0)
+    if T > 1:
+        assert np.isnan(z(dec)[0, 1])
+    cand = translation.decoding_candidates(tr, tiny_translator.tgt_tok.piece, n=3)
+    assert z(cand).shape == (T, 3)
+    assert np.allclose(z(cand)[:, 0], tr.logits.softmax(-1).max(-1).values.numpy(), atol=1e-6)
+    with pytest.raises(ValueError):
+        translation.translation_attention(tr, "self")
+
+
+# --- model --------------------------------------------------------------------------------------
+
+def test_model_figures():
+    counts = count_parameters(GPTConfig(vocab_size=512, context=64, n_layer=2, n_head=2, d_model=32))
+    fig = model_figs.parameter_bars(counts)
+    assert "total" not in fig.data[0].x and f"{counts['total']:,}" in title(fig)
+    mem = model_figs.attention_memory(4, batch=2, lengths=[128, 256, 512], context=256)
+    x, y = np.asarray(mem.data[0].x), np.asarray(mem.data[0].y)
+    assert y[0] == 2 * 4 * 128 ** 2 * 4 and np.allclose(np.diff(np.log(y)) / np.diff(np.log(x)), 2)
+    assert mem.layout.xaxis.type == "log" and mem.layout.yaxis.type == "log"
+    history = [{"step": s, "tokens": 1000 * s, "train_loss": 5 / (s + 1), **({"val_loss": 6 / (s + 1)} if s % 5 == 0 else {})}
+               for s in range(20)]
+    loss = model_figs.loss_curve(history, x="tokens")
+    assert [d.name for d in loss.data] == ["train", "validation"] and len(loss.data[1].x) == 4
+    assert len(model_figs.loss_curve([{"step": 1, "train_loss": 3.0}]).data) == 1
+
+
+def test_every_builder_names_its_download(tiny_gpt, tiny_translator, trace):
+    tt = tiny_translator.translate("To be").trace
+    piece = tiny_gpt.tokenizer.piece
+    figs = [tokens.token_pieces(trace), tokens.embedding_norms(trace), positional.model_encoding(trace, "sinusoidal"),
+            positional.spot_the_bug(64, 32), attention.attention_grid(trace), attention.head_steps(trace, 0, 0, 2),
+            layernorm.layernorm_heatmaps(trace), residual.residual_shares(trace),
+            residual.logit_lens(trace, tiny_gpt.model, piece), sampling.next_token_bars(trace.logits[-1], piece),
+            translation.translation_attention(tt), model_figs.attention_memory(4)]
+    for fig in figs:
+        assert isinstance(fig, go.Figure) and fig.layout.meta["filename"].startswith("toyviz-")
+        assert fig.layout.title.text

@@ -1,0 +1,168 @@
+"""Figures: pure functions (trace or tensors, options) → plotly Figure, one module per tab.
+
+This file holds what every figure shares: the house style (`style`, with a projector mode for
+a lecture hall), the download-button config (`config_for`), readable unique token labels, and
+the one heatmap helper every heatmap goes through (float32 numpy arrays, which plotly 7 sends
+as compact base64, and nan-aware average pooling for big matrices).
+"""
+from __future__ import annotations
+
+import functools
+import html
+import math
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import torch
+
+BASE_FONT = 13                # px, laptop screen
+PROJECTOR_SCALE = 1.7         # fonts and tick labels on a projector (≥ 1.6×)
+PROJECTOR_HEIGHT = 1.4        # figures also grow taller there
+MASK_GREY = "#c8c8c8"         # what a masked (never attended) cell looks like: NaN over this background
+FONT_FAMILY = "Inter, Helvetica, Arial, sans-serif"
+
+
+@functools.lru_cache(maxsize=2)
+def _template(projector: bool) -> go.layout.Template:
+    """plotly_white with the house fonts; every axis and annotation of a figure inherits from it
+    (one template instead of updating each subplot's axes, which is slow in plotly)."""
+    font = round(BASE_FONT * (PROJECTOR_SCALE if projector else 1.0))
+    template = go.layout.Template(pio.templates["plotly_white"])
+    template.layout.update(
+        font=dict(family=FONT_FAMILY, size=font), title_font_size=round(font * 1.25),
+        hoverlabel_font_size=font, legend_font_size=font,
+        xaxis=dict(tickfont_size=font, title_font_size=font), yaxis=dict(tickfont_size=font, title_font_size=font),
+        annotationdefaults=dict(font_size=font))
+    return template
+
+
+def style(fig: go.Figure, title: str, *, filename: str, projector: bool = False, height: int = 420) -> go.Figure:
+    """Apply the house style: title, fonts, margins, height, and the suggested download filename
+    in `fig.layout.meta["filename"]`; projector=True scales every text 1.7× and the height 1.4×."""
+    s = PROJECTOR_SCALE if projector else 1.0
+    fig.update_layout(
+        template=_template(projector),
+        title=dict(text=title, x=0.01, xanchor="left"),
+        height=round(height * (PROJECTOR_HEIGHT if projector else 1.0)),
+        # subplot titles sit just above the plots: leave the figure title room above them
+        margin=dict(l=round(60 * s), r=round(30 * s), t=round((110 if fig.layout.annotations else 70) * s),
+                    b=round(50 * s)),
+        meta={"filename": filename},
+    )
+    if fig.layout.annotations:                          # subplot titles come with their own font size
+        fig.update_annotations(font_size=round(BASE_FONT * s))
+    return fig
+
+
+def config_for(filename: str) -> dict:
+    """Plotly `config` for a figure: the camera button downloads a PNG at 2× under this filename
+    (pass `fig.layout.meta["filename"]`)."""
+    return {"toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename},
+            "displaylogo": False}
+
+
+def slug(text: str) -> str:
+    """A filename-safe fragment: "block0.ln1" → "block0-ln1"."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-")
+
+
+def visible(piece: str) -> str:
+    """A token piece as a label: spaces as ␣, newlines as ↵, other invisibles escaped, HTML-safe
+    (plotly renders labels as HTML, so "<|endoftext|>" must be escaped to show up)."""
+    shown = "".join("␣" if c == " " else "↵" if c == "\n" else "⇥" if c == "\t"
+                    else c if c.isprintable() else f"\\x{ord(c):02x}" for c in piece)
+    return html.escape(shown, quote=False)
+
+
+def token_labels(tokens: list[str]) -> list[str]:
+    """Axis labels "3: ␣the": the position prefix keeps repeated tokens apart (plotly would merge
+    equal category labels into one row)."""
+    return [f"{i}: {visible(t)}" for i, t in enumerate(tokens)]
+
+
+def candidate_label(piece: str, token_id: int) -> str:
+    """A vocabulary entry as a unique label: "␣the (#276)"."""
+    return f"{visible(piece)} (#{int(token_id)})"
+
+
+def numpy(x) -> np.ndarray:
+    """Tensor or array → float32 numpy on the CPU (what heatmaps and bars are given)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().to("cpu", torch.float32).numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+def pool(z: np.ndarray, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]:
+    """Average-pool a 2-D array in blocks so it has at most max_rows × max_cols cells, ignoring NaN
+    (a block that is all NaN stays NaN) → (pooled, rows per block, columns per block)."""
+    z = numpy(z)
+    rows, cols = z.shape
+    br, bc = math.ceil(rows / max_rows), math.ceil(cols / max_cols)
+    if br == 1 and bc == 1:
+        return z, 1, 1
+    nr, nc = math.ceil(rows / br), math.ceil(cols / bc)
+    padded = np.full((nr * br, nc * bc), np.nan, dtype=np.float32)
+    padded[:rows, :cols] = z
+    blocks = padded.reshape(nr, br, nc, bc)
+    present = ~np.isnan(blocks)
+    count = present.sum(axis=(1, 3))
+    total = np.where(present, blocks, 0).sum(axis=(1, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (total / count).astype(np.float32), br, bc
+
+
+def heatmap(z, *, x=None, y=None, colorscale="Blues", zmin=None, zmax=None, zmid=None,
+            hover: str = "%{y} → %{x}: %{z:.3f}", coloraxis: str | None = None, showscale: bool = True,
+            text=None, texttemplate: str | None = None, colorbar_title: str | None = None) -> go.Heatmap:
+    """The one heatmap every figure uses: float32 values, NaN cells left empty (the background
+    shows through — grey where a figure marks masked cells), no hover on empty cells."""
+    kwargs = dict(coloraxis=coloraxis) if coloraxis else dict(
+        colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, showscale=showscale,
+        colorbar=dict(title=dict(text=colorbar_title)) if colorbar_title else None)
+    return go.Heatmap(z=numpy(z), x=x, y=y, hoverongaps=False, hovertemplate=hover + "<extra></extra>",
+                      text=text, texttemplate=texttemplate, **kwargs)
+
+
+def grey_background(fig: go.Figure) -> go.Figure:
+    """Masked cells are NaN: give the plotting area the mask grey and hide the grid behind it."""
+    fig.update_layout(plot_bgcolor=MASK_GREY)
+    fig.update_xaxes(showgrid=False, zeroline=False)
+    fig.update_yaxes(showgrid=False, zeroline=False)
+    return fig
+
+
+def token_grid(texts: list[str], values, *, hover_values: list[str], colorscale, zmin=None, zmax=None,
+               per_row: int = 12, colorbar_title: str | None = None) -> go.Heatmap:
+    """Tokens laid out like text, `per_row` to a line, each cell coloured by its value and showing
+    its (already `visible`) text (used for prompts and for generated text)."""
+    n = len(texts)
+    rows = max(1, math.ceil(n / per_row))
+    z = np.full((rows, per_row), np.nan, dtype=np.float32)
+    text = np.full((rows, per_row), "", dtype=object)
+    hover = np.full((rows, per_row), "", dtype=object)
+    z.flat[:n] = numpy(values)
+    text.flat[:n] = texts
+    hover.flat[:n] = hover_values
+    return go.Heatmap(z=z, text=text.tolist(), customdata=hover.tolist(), texttemplate="%{text}",
+                      hovertemplate="%{customdata}<extra></extra>", hoverongaps=False, xgap=3, ygap=3,
+                      colorscale=colorscale, zmin=zmin, zmax=zmax,
+                      showscale=colorbar_title is not None,
+                      colorbar=dict(title=dict(text=colorbar_title)) if colorbar_title else None)
+
+
+def grid_axes(fig: go.Figure) -> go.Figure:
+    """Axes for a `token_grid`: no ticks, first line on top."""
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    return fig
+
+
+def message(text: str, title: str, *, filename: str, projector: bool = False) -> go.Figure:
+    """An empty figure that says why there is nothing to draw (e.g. a model without positions)."""
+    fig = go.Figure()
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return style(fig, title, filename=filename, projector=projector, height=240)

@@ -1,0 +1,139 @@
+"""Residual-stream tab: the stream is a sum of writes (embedding, every attention and
+feed-forward output, and under post-norm each norm's correction), so we can ask how big each
+write is, how much of the final vector it accounts for, what the model would predict if it
+stopped after a layer (logit lens), and which head or MLP pushed the predicted token up.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from . import candidate_label, heatmap, numpy, style, token_labels, visible
+from ..trace import Trace
+
+
+def _layer_of(part: str) -> int:
+    """"embed" → -1, "attn.2" / "mlp.2" / "norm.attn.2" → 2."""
+    return -1 if part == "embed" else int(part.rsplit(".", 1)[1])
+
+
+def write_shares(trace: Trace) -> dict[str, np.ndarray]:
+    """{part: [T]} share of each write along the final stream direction,
+    part[t]·final[t] / ‖final[t]‖²; because the parts add up to the final stream, the shares of
+    every token sum to 1 (a share can be negative: that write pointed against the final direction)."""
+    final = trace.residual_final.double()
+    norm2 = (final * final).sum(-1)
+    return {name: numpy((part.double() * final).sum(-1) / norm2) for name, part in trace.residual_parts.items()}
+
+
+def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
+    """Write × token heatmap of each write's share of the final stream (every column sums to 1):
+    which layers built the vector the model finally reads at each position."""
+    shares = write_shares(trace)
+    fig = go.Figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=list(shares),
+                            colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
+                            colorbar_title="share"))
+    fig.update_layout(xaxis_title="token", yaxis_title="write (in forward order)", yaxis_autorange="reversed")
+    return style(fig, "Each write's share of the final residual stream (columns sum to 1)",
+                 filename="toyviz-residual-shares", projector=projector, height=200 + 24 * len(shares))
+
+
+def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False) -> go.Figure:
+    """For one token: the length of the embedding and of each write (bars) and of the running
+    stream after each write (line), to show the stream growing as layers add to it."""
+    names = list(trace.residual_parts)
+    parts = torch.stack([p[position].double() for p in trace.residual_parts.values()])
+    fig = go.Figure([
+        go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name="‖write‖", hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
+        go.Scatter(x=names, y=numpy(parts.cumsum(0).norm(dim=-1)), name="‖stream‖ after it", mode="lines+markers",
+                   hovertemplate="after %{x}: %{y:.3f}<extra>stream</extra>")])
+    fig.update_layout(xaxis_title="write (in forward order)", yaxis_title="norm")
+    label = token_labels(trace.tokens)[position]
+    return style(fig, f"Residual stream at {label}: writes and running norm",
+                 filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
+
+
+def layer_streams(trace: Trace) -> tuple[list[str], torch.Tensor]:
+    """The stream after the embedding and after each layer → (names, [L+1, T, d_model])."""
+    names, streams, total = [], [], 0
+    parts = list(trace.residual_parts.items())
+    for k, (name, part) in enumerate(parts):
+        total = total + part
+        if k + 1 == len(parts) or _layer_of(parts[k + 1][0]) != _layer_of(name):
+            layer = _layer_of(name)
+            names.append("embed" if layer < 0 else f"after layer {layer}")
+            streams.append(total)
+    return names, torch.stack(streams)
+
+
+@torch.no_grad()
+def logit_lens_values(trace: Trace, model) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Apply the model's final LayerNorm and head to the stream after each layer →
+    (row names, top token id [L+1, T], its probability [L+1, T]); the last row is the real output."""
+    names, streams = layer_streams(trace)
+    probs = model.head(model.ln_f(streams)).float().softmax(-1)
+    top = probs.max(-1)
+    return names, top.indices.cpu().numpy(), numpy(top.values)
+
+
+def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Figure:
+    """What the model would predict next if it stopped after each layer (its final norm and head
+    applied early): watch the right answer appear, layer by layer. `piece(id)` names a token."""
+    names, top, prob = logit_lens_values(trace, model)
+    text = [[visible(piece(int(i))) for i in row] for row in top]
+    fig = go.Figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
+                            text=text, texttemplate="%{text}", colorbar_title="p(top)",
+                            hover="%{y}, %{x}: top %{text} (p=%{z:.3f})"))
+    fig.update_layout(xaxis_title="position (predicting the next token)", yaxis_autorange="reversed")
+    return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
+                 projector=projector, height=220 + 40 * len(names))
+
+
+@torch.no_grad()
+def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int | None = None) -> dict[str, float]:
+    """How much each write adds to one logit (default: the predicted next token at `position`).
+
+    The final norm computes LN(x) = γ ⊙ (x − mean(x)) / std(x) + β and the logit is W_U[tok] · LN(x).
+    The stream x is the sum of the parts, and centring is linear, so with std(x) taken from the
+    trace (the value this pass really divided by):
+
+        logit = Σ_parts (γ ⊙ W_U[tok]) · (part − mean(part)) / std(x)  +  W_U[tok] · β
+
+    and an attention write splits exactly into its heads' writes plus W_O's bias. The identity is
+    exact for this pass; what is a linearisation is reading a term as "what that write caused":
+    std(x) is held fixed, whereas removing a write would change it (and, under post-norm, every
+    later norm too — those corrections appear as the "norm.…" terms).
+    Keys: "embed", "L0 H0" … "L0 attn bias", "mlp.0", …, "ln_f β".
+    """
+    ln = trace.layernorms["ln_f"]
+    logits = trace.logits[position]
+    token = int(logits.argmax()) if token is None else int(token)
+    direction = (ln["weight"] * model.head.weight[token]).double() / ln["std"][position].double()
+    contrib = lambda v: float(((v.double() - v.double().mean()) * direction).sum())
+    out = {}
+    for name, part in trace.residual_parts.items():
+        if name.startswith("attn."):
+            layer = _layer_of(name)
+            for h in range(trace.n_head):
+                out[f"L{layer} H{h}"] = contrib(trace.head_writes[layer, h, position])
+            out[f"L{layer} attn bias"] = contrib(trace.attn_out_bias[layer])
+        else:
+            out[name] = contrib(part[position])
+    out["ln_f β"] = float((model.head.weight[token].double() * ln["bias"].double()).sum())
+    return out
+
+
+def logit_attribution(trace: Trace, model, piece, position: int = -1, *, projector: bool = False) -> go.Figure:
+    """Direct contribution of the embedding, every head and every feed-forward to the logit of the
+    predicted next token (the bars add up to that logit), to find which heads pushed it up."""
+    token = int(trace.logits[position].argmax())
+    parts = direct_logit_attribution(trace, model, position, token)
+    values = np.array(list(parts.values()), dtype=np.float32)
+    fig = go.Figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
+                           hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))
+    fig.update_layout(xaxis_title="write", yaxis_title="contribution to the logit")
+    label = token_labels(trace.tokens)[position]
+    return style(fig, f"Direct logit attribution at {label} → {candidate_label(piece(token), token)} "
+                      f"(bars sum to the logit {float(trace.logits[position, token]):.2f})",
+                 filename=f"toyviz-logit-attribution-t{position % len(trace.tokens)}", projector=projector)

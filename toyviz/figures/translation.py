@@ -1,0 +1,54 @@
+"""Translation tab: which source words each output word looks at (cross-attention), the
+encoder's and decoder's self-attention, and the candidates the decoder weighed at each step."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from . import heatmap, numpy, style, token_labels, visible
+from .attention import attention_figure, masked
+from ..trace import TranslatorTrace
+
+KINDS = ("cross", "encoder", "decoder")
+
+
+def _select(stack, layer: int | None, head: int | None):
+    """[L, H, Tq, Tk] → one head, or the mean over heads (head=None) and/or layers (layer=None)."""
+    stack = stack.float()
+    stack = stack.mean(0) if layer is None else stack[layer]
+    return stack.mean(0) if head is None else stack[head]
+
+
+def translation_attention(trace: TranslatorTrace, kind: str = "cross", layer: int | None = None,
+                          head: int | None = None, *, projector: bool = False) -> go.Figure:
+    """One attention map of the translator: "cross" (each output token → source tokens: the
+    learned alignment), "encoder" (source ↔ source) or "decoder" (output → earlier outputs,
+    future greyed); layer/head None averages over them."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    src, out = token_labels(trace.src_tokens), token_labels(trace.output_tokens)
+    stack, rows, cols = {"cross": (trace.cross_attention, out, src),
+                         "encoder": (trace.encoder_attention, src, src),
+                         "decoder": (trace.decoder_attention, token_labels(trace.tgt_tokens),
+                                     token_labels(trace.tgt_tokens))}[kind]
+    z = masked(_select(stack, layer, head), causal=kind == "decoder")
+    where = f"layer {layer}" if layer is not None else "mean over layers"
+    which = f"head {head}" if head is not None else "mean over heads"
+    return attention_figure(z, rows=rows, cols=cols, title=f"{kind.capitalize()} attention — {where}, {which}",
+                            filename=f"toyviz-{kind}-attention-L{'all' if layer is None else layer}"
+                                     f"-H{'all' if head is None else head}", projector=projector)
+
+
+def decoding_candidates(trace: TranslatorTrace, piece, *, n: int = 5, projector: bool = False) -> go.Figure:
+    """At each output position, the decoder's n most likely tokens and their probabilities (the
+    chosen one in bold), to show how sure it was and what it almost said. `piece(id)` names a target token."""
+    probs = trace.logits.float().softmax(-1)
+    values, ids = probs.topk(min(n, probs.shape[-1]), dim=-1)          # [T, n]
+    shown = lambda t, i: (f"<b>{visible(piece(i))}</b>" if piece(i) == trace.output_tokens[t] else visible(piece(i)))
+    text = [[shown(t, int(i)) for i in row] for t, row in enumerate(ids)]
+    fig = go.Figure(heatmap(numpy(values), x=[f"#{r + 1}" for r in range(ids.shape[1])], y=token_labels(trace.output_tokens),
+                            colorscale="Blues", zmin=0, zmax=1, text=text, texttemplate="%{text}",
+                            hover="%{y}, candidate %{x}: %{text} (p=%{z:.3f})", colorbar_title="p"))
+    fig.update_layout(yaxis_title="output position (chosen token)", yaxis_autorange="reversed",
+                      xaxis_side="top")
+    return style(fig, "Decoding step by step: top candidates per position", filename="toyviz-decoding-candidates",
+                 projector=projector, height=min(200 + 26 * ids.shape[0], 1400))

@@ -1,0 +1,86 @@
+"""Automatic head labels: measure a few well-known attention patterns in every head of a trace
+and name each head after the strongest one.
+
+Scores are mean attention probabilities over the query rows where the pattern is defined (row 0
+is skipped: under a causal mask it can only look at itself, which says nothing):
+
+- previous-token: weight on position i-1
+- first-token (sink): weight on position 0 (often a "resting place" for heads with nothing to do)
+- self: weight on position i
+- induction: for a token that appeared before, weight on the token that FOLLOWED its earlier
+  occurrence(s) — the copy-the-continuation pattern; only measured when the prompt repeats tokens
+- broad/mixed (fallback): mean normalised entropy of the rows (1 = uniform over visible keys)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+THRESHOLD = 0.4
+DESCRIPTIONS = {
+    "previous-token": "looks at the token just before",
+    "first-token": "parks its attention on the first token (attention sink)",
+    "self": "looks at its own token",
+    "induction": "looks at what followed the earlier occurrence of the current token",
+}
+
+
+@dataclass
+class HeadLabel:
+    layer: int
+    head: int
+    label: str                 # one of DESCRIPTIONS' keys, or "broad/mixed"
+    score: float               # the measured score behind the label, in [0, 1]
+    description: str           # one readable sentence with the number
+    scores: dict[str, float] = field(default_factory=dict)   # every measured pattern score
+
+
+def induction_mask(token_ids: list[int]) -> torch.Tensor:
+    """[T, T] bool: True at (i, j+1) for every earlier position j < i holding the same token as i."""
+    ids = torch.as_tensor(token_ids)
+    T = len(token_ids)
+    same_earlier = (ids[:, None] == ids[None, :]) & torch.ones(T, T, dtype=torch.bool).tril(-1)   # (i, j)
+    mask = torch.zeros(T, T, dtype=torch.bool)
+    mask[:, 1:] = same_earlier[:, :-1]                                  # shift j → j + 1
+    return mask
+
+
+def pattern_scores(probs: torch.Tensor, token_ids: list[int], causal: bool = True) -> dict[str, float]:
+    """Every pattern score of one head's [T, T] attention probabilities."""
+    a = probs.detach().double().cpu()
+    T = a.shape[0]
+    if T < 2:
+        return {}
+    rows = torch.arange(1, T)
+    scores = {"previous-token": a[rows, rows - 1].mean().item(), "first-token": a[rows, 0].mean().item(),
+              "self": a[rows, rows].mean().item()}
+    targets = induction_mask(token_ids)
+    repeated = targets.any(-1)                                          # queries whose token appeared before
+    if repeated.any():
+        scores["induction"] = (a * targets).sum(-1)[repeated].mean().item()
+    visible = (rows + 1).double() if causal else torch.full((T - 1,), float(T), dtype=torch.float64)
+    entropy = -(a[rows] * a[rows].clamp_min(1e-12).log()).sum(-1)
+    scores["entropy"] = (entropy / visible.log()).mean().item()
+    return scores
+
+
+def label_head(layer: int, head: int, probs: torch.Tensor, token_ids: list[int], causal: bool = True,
+               threshold: float = THRESHOLD) -> HeadLabel:
+    """The pattern with the highest score if it reaches `threshold`, else "broad/mixed"."""
+    scores = pattern_scores(probs, token_ids, causal)
+    patterns = {k: v for k, v in scores.items() if k in DESCRIPTIONS}
+    best = max(patterns, key=patterns.get, default=None)
+    if best is not None and patterns[best] >= threshold:
+        return HeadLabel(layer, head, best, patterns[best],
+                         f"{DESCRIPTIONS[best]}: {patterns[best]:.0%} of its attention on average", scores)
+    entropy = scores.get("entropy", 0.0)
+    strongest = f" (strongest: {best} {patterns[best]:.0%})" if best else ""
+    return HeadLabel(layer, head, "broad/mixed", entropy,
+                     f"no clear pattern{strongest}; spread {entropy:.0%} of uniform (normalised entropy)", scores)
+
+
+def label_heads(trace, threshold: float = THRESHOLD) -> list[HeadLabel]:
+    """One label per head, layer by layer, from a trace's attention [L, H, T, T], token_ids and causal."""
+    return [label_head(layer, head, trace.attention[layer, head], trace.token_ids, trace.causal, threshold)
+            for layer in range(trace.attention.shape[0]) for head in range(trace.attention.shape[1])]
