@@ -8,8 +8,9 @@ from .api import GPT, PromptError, Step, Translation, Translator, load, resolve_
 from .checkpoint import CheckpointError
 from .config import GPTConfig, TranslatorConfig
 from .layers import sinusoidal_encoding
+from .size import count_parameters
 from .trace import HeadView, Trace, TranslatorTrace
 
 __all__ = ["GPT", "Translator", "Translation", "Step", "PromptError", "CheckpointError", "GPTConfig",
            "TranslatorConfig", "Trace", "TranslatorTrace", "HeadView", "load", "resolve_device",
-           "sinusoidal_encoding"]
+           "sinusoidal_encoding", "count_parameters"]
