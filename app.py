@@ -22,6 +22,7 @@ from toyviz import links
 from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
 from toyviz.figures import attention as attention_figs
 from toyviz.figures import layernorm as layernorm_figs
+from toyviz.figures import mask as mask_figs
 from toyviz.figures import model as model_figs
 from toyviz.figures import positional as positional_figs
 from toyviz.figures import residual as residual_figs
@@ -140,14 +141,17 @@ def build(explorer: Explorer) -> gr.Blocks:
                 attention_figs.ablation_comparison(tr, ablated, piece, projector=projector))
 
     @friendly
-    def render_inside(prompt, layer, head, query, projector):
+    def render_inside(prompt, layer, head, query, last_word, projector):
         tr, note = explorer.trace(prompt)
         layer, head = explorer.layer_head(layer, head)
-        query = clamp(query, -len(tr.tokens), len(tr.tokens) - 1, int, "query")
-        query = query % len(tr.tokens)
+        query = clamp(query, -len(tr.tokens), len(tr.tokens) - 1, int, "query") % len(tr.tokens)
         unmasked, _ = explorer.trace(prompt, causal=False)
+        words = clean_prompt(prompt)[0].rsplit(maxsplit=1)
+        edited = (words[0] + " " if len(words) > 1 else "") + (str(last_word or "").strip() or "dream")
         return (note, attention_figs.head_steps(tr, layer, head, query, projector=projector),
-                attention_figs.masked_vs_unmasked(tr, unmasked, layer, head, projector=projector))
+                attention_figs.masked_vs_unmasked(tr, unmasked, layer, head, projector=projector),
+                mask_figs.leak_figure(tr, explorer.trace(edited)[0], unmasked, explorer.trace(edited, causal=False)[0],
+                                      projector=projector))
 
     @friendly
     def render_layernorm(prompt, norm_name, position, projector):
@@ -295,7 +299,9 @@ def build(explorer: Explorer) -> gr.Blocks:
                 gr.Markdown(EXPLAIN["inside"])
                 query = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1,
                                   label="query position (-1 = last token)", elem_id="query")
-                inside_out = [plot("head-steps-plot"), plot("mask-plot")]
+                last_word = gr.Textbox(value="dream", label="change the prompt's last word to", max_lines=1,
+                                       elem_id="last-word")
+                inside_out = [plot("head-steps-plot"), plot("mask-plot"), plot("leak-plot")]
                 gr.Markdown("**Without the causal mask** every token could read the tokens after it — including the one "
                             "it is trained to predict, so training would teach it to copy. A stack without the mask is "
                             "a bidirectional encoder, as in BERT, which is trained instead to fill in masked-out tokens.")
@@ -372,8 +378,8 @@ def build(explorer: Explorer) -> gr.Blocks:
                                    [note] + positional_out, [metric], "positional"),
             "attention": renderer(tab_attention, render_attention, [prompt, layer, head, mode, ablate, projector],
                                   [note] + attention_out, [layer, head, mode, ablate], "attention"),
-            "inside": renderer(tab_inside, render_inside, [prompt, layer, head, query, projector],
-                               [note] + inside_out, [query], "inside"),
+            "inside": renderer(tab_inside, render_inside, [prompt, layer, head, query, last_word, projector],
+                               [note] + inside_out, [query, last_word], "inside"),
             "layernorm": renderer(tab_layernorm, render_layernorm, [prompt, norm_name, ln_position, projector],
                                   [note] + layernorm_out, [norm_name, ln_position], "layernorm"),
             "residual": renderer(tab_residual, render_residual, [prompt, res_position, projector],
