@@ -86,7 +86,7 @@ def test_token_pieces_and_embedding_norms(trace):
     assert len(same) > 1 and len({cells.flat[i] for i in same}) == 1       # same id, same colour
     fig = tokens.embedding_norms(trace)
     assert [b.name for b in fig.data] == ["token embedding", "positional", "sum (enters layer 0)"]
-    assert np.allclose(fig.data[2].y, trace.residual_parts["embed"].norm(dim=-1).numpy(), atol=1e-5)
+    assert np.allclose(fig.data[2].y, trace.residual_parts["embed"].norm(dim=-1).cpu().numpy(), atol=1e-5)
 
 
 # --- positional ---------------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_similarity_curves_formula_and_spot_the_bug():
     cos = positional.similarity_heatmap(pe, "cosine")
     assert np.allclose(np.diag(z(cos)), 1, atol=1e-5)
     dot = positional.similarity_heatmap(pe, "dot")
-    assert np.allclose(z(dot), (pe @ pe.T).numpy(), atol=1e-4)
+    assert np.allclose(z(dot), (pe @ pe.T).cpu().numpy(), atol=1e-4)
     assert len(positional.dimension_curves(pe, [0, 5]).data) == 2
     assert z(positional.formula_explorer(48, 30)).shape == (30, 48)
     big = positional.formula_explorer(512, 600)                   # pooled to what a browser can take
@@ -146,11 +146,11 @@ def test_attention_head_masks_the_future_grey(trace):
     values, T = z(fig), len(labels)
     future = np.triu(np.ones((T, T), dtype=bool), 1)
     assert np.isnan(values[future]).all() and np.isfinite(values[~future]).all()
-    assert np.allclose(values[~future], trace.attention[1, 2].numpy()[~future], atol=1e-6)
+    assert np.allclose(values[~future], trace.attention[1, 2].cpu().numpy()[~future], atol=1e-6)
     assert fig.layout.plot_bgcolor and fig.data[0].hoverongaps is False
     scores = attention.attention_head(trace, 1, 2, mode="scores")
     assert np.isnan(z(scores)[future]).all()
-    assert np.allclose(z(scores)[~future], trace.scores[1, 2].numpy()[~future], atol=1e-5)
+    assert np.allclose(z(scores)[~future], trace.scores[1, 2].cpu().numpy()[~future], atol=1e-5)
     with pytest.raises(ValueError):
         attention.attention_head(trace, 0, 0, mode="logits")
     with pytest.raises(IndexError):
@@ -185,13 +185,13 @@ def test_head_step_numbers_agree_with_the_trace(trace):
     T = len(trace.tokens)
     for layer, head, query in [(0, 0, 0), (1, 2, 5), (1, 3, T - 1)]:
         s = attention.head_step_numbers(trace, layer, head, query)
-        assert np.allclose(s["probs"], trace.attention[layer, head, query].numpy(), atol=1e-6)
-        assert np.allclose(s["scaled"], trace.scores[layer, head, query].numpy(), atol=1e-5)
+        assert np.allclose(s["probs"], trace.attention[layer, head, query].cpu().numpy(), atol=1e-6)
+        assert np.allclose(s["scaled"], trace.scores[layer, head, query].cpu().numpy(), atol=1e-5)
         assert np.allclose(s["scaled"], s["dot"] / math.sqrt(s["d_head"]), atol=1e-6)
         assert np.isinf(s["masked"][query + 1:]).all() and np.isfinite(s["masked"][: query + 1]).all()
         assert len(s["keys"]) == query + 1 and s["k"].shape == (query + 1, s["d_head"])
-        assert np.allclose(s["out"], s["probs"] @ trace.v[layer, head].numpy(), atol=1e-5)
-        assert np.allclose(s["write"], trace.head_writes[layer, head, query].numpy())
+        assert np.allclose(s["out"], s["probs"] @ trace.v[layer, head].cpu().numpy(), atol=1e-5)
+        assert np.allclose(s["write"], trace.head_writes[layer, head, query].cpu().numpy())
     fig = attention.head_steps(trace, 1, 2, 5)
     assert len(fig.data) == 10 and len(fig.layout.annotations) == 10
     assert "head 2" in title(fig)
@@ -222,7 +222,7 @@ def test_layernorm_figures(trace):
     names, T = list(trace.layernorms), len(trace.tokens)
     fig = layernorm.layernorm_heatmaps(trace)
     assert len(fig.data) == 4 and all(np.asarray(d.z).shape == (len(names), T) for d in fig.data)
-    assert np.allclose(z(fig, 1)[0], trace.layernorms[names[0]]["std"].numpy(), atol=1e-4)
+    assert np.allclose(z(fig, 1)[0], trace.layernorms[names[0]]["std"].cpu().numpy(), atol=1e-4)
     assert len(layernorm.layernorm_curves(trace).data) == 3
     assert len(layernorm.layernorm_curves(trace, position=2).data) == 6
     params = layernorm.layernorm_parameters(trace, "ln_f")
@@ -252,8 +252,8 @@ def test_residual_shares_sum_to_one_and_attribution_is_exact(gpt_tokenizer, norm
         assert f"L1 H{gpt.config.n_head - 1}" in parts and "mlp.1" in parts and "ln_f β" in parts
     names, top, prob = residual.logit_lens_values(tr, gpt.model)
     assert names == ["embed", "after layer 0", "after layer 1"]
-    assert (top[-1] == tr.logits.argmax(-1).numpy()).all()
-    assert np.allclose(prob[-1], tr.logits.softmax(-1).max(-1).values.numpy(), atol=1e-5)
+    assert (top[-1] == tr.logits.argmax(-1).cpu().numpy()).all()
+    assert np.allclose(prob[-1], tr.logits.softmax(-1).max(-1).values.cpu().numpy(), atol=1e-5)
 
 
 def test_residual_figures(tiny_gpt, trace):
@@ -276,7 +276,7 @@ def test_sampling_bars_follow_the_settings(tiny_gpt):
     assert (np.asarray(greedy.data[0].x) > 0).sum() == 1 and "1 candidate" in title(greedy)
     top3 = sampling.next_token_bars(logits, piece, top_k=3, n=10)
     assert (np.asarray(top3.data[0].x) > 0).sum() == 3 and len(top3.data[0].y) == 10
-    assert np.allclose(top3.data[1].x, np.sort(torch.softmax(logits, -1).numpy())[::-1][:10], atol=1e-6)
+    assert np.allclose(top3.data[1].x, np.sort(torch.softmax(logits, -1).cpu().numpy())[::-1][:10], atol=1e-6)
     steps = [(" to", 0.5), (" be", 0.9), (",", 0.1)]
     gen = sampling.generated_tokens(steps, per_row=2)
     assert np.asarray(gen.data[0].z).shape == (2, 2) and gen.data[0].z[0][1] == pytest.approx(0.9)
@@ -289,9 +289,9 @@ def test_translation_figures(tiny_translator):
     S, T = len(tr.src_tokens), len(tr.tgt_tokens)
     cross = translation.translation_attention(tr, "cross", 1, 2)
     assert z(cross).shape == (T, S) and not np.isnan(z(cross)).any()
-    assert np.allclose(z(cross), tr.cross_attention[1, 2].numpy(), atol=1e-6)
+    assert np.allclose(z(cross), tr.cross_attention[1, 2].cpu().numpy(), atol=1e-6)
     mean = translation.translation_attention(tr, "cross")
-    assert np.allclose(z(mean), tr.cross_attention.mean((0, 1)).numpy(), atol=1e-6)
+    assert np.allclose(z(mean), tr.cross_attention.mean((0, 1)).cpu().numpy(), atol=1e-6)
     assert "mean over layers" in title(mean)
     enc = translation.translation_attention(tr, "encoder", 0, 0)
     assert z(enc).shape == (S, S) and not np.isnan(z(enc)).any()
@@ -300,7 +300,7 @@ def test_translation_figures(tiny_translator):
         assert np.isnan(z(dec)[0, 1])
     cand = translation.decoding_candidates(tr, tiny_translator.tgt_tok.piece, n=3)
     assert z(cand).shape == (T, 3)
-    assert np.allclose(z(cand)[:, 0], tr.logits.softmax(-1).max(-1).values.numpy(), atol=1e-6)
+    assert np.allclose(z(cand)[:, 0], tr.logits.softmax(-1).max(-1).values.cpu().numpy(), atol=1e-6)
     with pytest.raises(ValueError):
         translation.translation_attention(tr, "self")
 
