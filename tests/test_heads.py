@@ -2,6 +2,7 @@
 from dataclasses import replace
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -57,7 +58,7 @@ def test_induction_head_on_a_repeated_sequence():
 def test_induction_is_only_measured_when_tokens_repeat():
     assert not induction_mask([0, 1, 2, 3]).any()
     mask = induction_mask([0, 5, 6, 5, 5])
-    assert mask.nonzero().tolist() == [[3, 2], [4, 2], [4, 4]]          # the token after each earlier 5
+    assert np.argwhere(mask).tolist() == [[3, 2], [4, 2], [4, 4]]          # the token after each earlier 5
     scores = pattern_scores(uniform(4), [0, 1, 2, 3])
     assert "induction" not in scores and set(scores) == {"previous-token", "first-token", "self", "entropy"}
 

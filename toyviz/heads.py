@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 THRESHOLD = 0.4
@@ -36,36 +37,36 @@ class HeadLabel:
     scores: dict[str, float] = field(default_factory=dict)   # every measured pattern score
 
 
-def induction_mask(token_ids: list[int]) -> torch.Tensor:
+def induction_mask(token_ids: list[int]) -> np.ndarray:
     """[T, T] bool: True at (i, j+1) for every earlier position j < i holding the same token as i."""
-    ids = torch.as_tensor(token_ids)
-    T = len(token_ids)
-    same_earlier = (ids[:, None] == ids[None, :]) & torch.ones(T, T, dtype=torch.bool).tril(-1)   # (i, j)
-    mask = torch.zeros(T, T, dtype=torch.bool)
+    ids = np.asarray(token_ids)
+    same_earlier = np.tril(ids[:, None] == ids[None, :], k=-1)          # (i, j): j < i, same token
+    mask = np.zeros_like(same_earlier)
     mask[:, 1:] = same_earlier[:, :-1]                                  # shift j → j + 1
     return mask
 
 
-def pattern_scores(probs: torch.Tensor, token_ids: list[int], causal: bool = True) -> dict[str, float]:
-    """Every pattern score of one head's [T, T] attention probabilities."""
-    a = probs.detach().double().cpu()
+def pattern_scores(probs, token_ids: list[int], causal: bool = True) -> dict[str, float]:
+    """Every pattern score of one head's [T, T] attention probabilities (numpy: a few small array
+    operations per head, which torch would spread over threads for nothing)."""
+    a = probs.detach().cpu().double().numpy() if isinstance(probs, torch.Tensor) else np.asarray(probs, float)
     T = a.shape[0]
     if T < 2:
         return {}
-    rows = torch.arange(1, T)
-    scores = {"previous-token": a[rows, rows - 1].mean().item(), "first-token": a[rows, 0].mean().item(),
-              "self": a[rows, rows].mean().item()}
+    rows = np.arange(1, T)
+    scores = {"previous-token": a[rows, rows - 1].mean(), "first-token": a[rows, 0].mean(),
+              "self": a[rows, rows].mean()}
     targets = induction_mask(token_ids)
     repeated = targets.any(-1)                                          # queries whose token appeared before
     if repeated.any():
-        scores["induction"] = (a * targets).sum(-1)[repeated].mean().item()
-    visible = (rows + 1).double() if causal else torch.full((T - 1,), float(T), dtype=torch.float64)
-    entropy = -(a[rows] * a[rows].clamp_min(1e-12).log()).sum(-1)
-    scores["entropy"] = (entropy / visible.log()).mean().item()
-    return scores
+        scores["induction"] = (a * targets).sum(-1)[repeated].mean()
+    visible = rows + 1.0 if causal else np.full(T - 1, float(T))
+    entropy = -(a[rows] * np.log(np.clip(a[rows], 1e-12, None))).sum(-1)
+    scores["entropy"] = (entropy / np.log(visible)).mean()
+    return {k: float(v) for k, v in scores.items()}
 
 
-def label_head(layer: int, head: int, probs: torch.Tensor, token_ids: list[int], causal: bool = True,
+def label_head(layer: int, head: int, probs, token_ids: list[int], causal: bool = True,
                threshold: float = THRESHOLD) -> HeadLabel:
     """The pattern with the highest score if it reaches `threshold`, else "broad/mixed"."""
     scores = pattern_scores(probs, token_ids, causal)
