@@ -11,12 +11,14 @@ Only rank 0 logs, evaluates and writes checkpoints.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
 import shlex
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -59,6 +61,7 @@ class Distributed:
                 torch.cuda.set_device(local)
             dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
         self.main = self.rank == 0
+        self.device = device
 
     def wrap(self, model):
         if self.world == 1:
@@ -69,6 +72,35 @@ class Distributed:
     def shard(self, batch: torch.Tensor) -> torch.Tensor:
         """This rank's rows of a global batch (the same global batch on every rank)."""
         return batch.tensor_split(self.world)[self.rank]
+
+    def mean(self, value: torch.Tensor) -> torch.Tensor:
+        """A scalar averaged over the ranks: with equal shards, the whole global batch's mean loss,
+        so the logged curve is the one a single process would log (rank 0's half alone is noisier)."""
+        if self.world == 1:
+            return value.detach()
+        import torch.distributed as dist
+        total = value.detach().clone()
+        dist.all_reduce(total)          # SUM: gloo has no AVG
+        return total / self.world
+
+    def agree(self, value: int) -> int:
+        """Rank 0's value on every rank, for decisions each rank could make differently (its own clock)."""
+        if self.world == 1:
+            return value
+        import torch.distributed as dist
+        shared = torch.tensor([value], device=self.device)
+        dist.broadcast(shared, src=0)
+        return int(shared.item())
+
+    @contextmanager
+    def rank0_first(self):
+        """Rank 0 runs the block first (filling shared caches), then the others (reading them), so no
+        two ranks write one cache file at once and none reads a half-written one."""
+        if self.world > 1 and not self.main:
+            torch.distributed.barrier()
+        yield
+        if self.world > 1 and self.main:
+            torch.distributed.barrier()
 
     def close(self):
         if self.world > 1:
@@ -152,7 +184,7 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     while step < total:
         if steps is None and step == 10:
             per_step = (time.time() - start) / 10
-            total = max(20, int(minutes * 60 / per_step))
+            total = dist.agree(max(20, int(minutes * 60 / per_step)))   # ranks that disagree hang
             bar.total = total
             snapshots = {int(f * total) for f in snapshot_at}
         for group in opt.param_groups:
@@ -164,6 +196,7 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
+        loss = dist.mean(loss)          # a collective: every rank calls it
         if dist.main:
             elapsed = time.time() - start
             record = {"step": step, "tokens": step * tokens_per_step, "seconds": round(elapsed, 1),
@@ -241,9 +274,11 @@ def train_gpt(args, dist: Distributed):
     if len(train_text) < MIN_TRAIN_CHARS:
         raise SystemExit(f"only {len(train_text):,} characters of training text: toyviz needs at least "
                          f"{MIN_TRAIN_CHARS:,} (about 10 pages) to train a tokenizer and a GPT")
-    key = "shakespeare" if source is None else f"text-{abs(hash(train_text)) % 10**10}"
-    tok = cached_tokenizer(f"{key}-gpt", [train_text], args.vocab, [BOS_GPT])
-    train_ids = cached_ids(tok, train_text, f"{key}-{args.vocab}-train")
+    # a content hash (not hash(), which differs per process) so every rank and every later run finds one cache
+    key = "shakespeare" if source is None else f"text-{hashlib.sha256(train_text.encode()).hexdigest()[:16]}"
+    with dist.rank0_first():
+        tok = cached_tokenizer(f"{key}-gpt", [train_text], args.vocab, [BOS_GPT])
+        train_ids = cached_ids(tok, train_text, f"{key}-{args.vocab}-train")
     torch.manual_seed(args.seed)
     config = GPTConfig(vocab_size=tok.vocab_size, context=args.context, n_layer=args.layers, n_head=args.heads,
                        d_model=args.d_model, positional=args.positional, feed_forward=args.feed_forward,

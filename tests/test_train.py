@@ -1,0 +1,310 @@
+"""Training on a user's own text, and training on several processes.
+
+The texts are non-Latin (Greek, Russian) with emoji, so every step must handle multi-byte UTF-8.
+Everything runs on the CPU with tiny models; the caches go to a temporary TOYVIZ_DATA so the
+user's ~/.cache/toyviz is never touched. Multi-process tests use gloo on loopback and bound every
+wait, so a broken rendezvous fails the test instead of hanging CI.
+"""
+import json
+import multiprocessing
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+import toyviz
+from toyviz.config import GPTConfig
+from toyviz.data.text import load_text
+from toyviz.gpt import ToyGPT
+from toyviz.train import MIN_TRAIN_CHARS, Distributed, gpt_batch, main, train_loop
+
+REPO = Path(__file__).resolve().parent.parent
+SENTENCES = [
+    "Мороз и солнце; день чудесный! ❄️☀️",
+    "Ещё ты дремлешь, друг прелестный — пора, красавица, проснись.",
+    "Я помню чудное мгновенье: передо мной явилась ты. ✨",
+    "Μῆνιν ἄειδε θεὰ Πηληϊάδεω Ἀχιλῆος.",
+    "Ἄνδρα μοι ἔννεπε, Μοῦσα, πολύτροπον, ὃς μάλα πολλὰ πλάγχθη. 🌊⛵",
+    "Καλημέρα, τι κάνεις; Όλα καλά, ευχαριστώ! 😀",
+    "Кошка спит на окне, а собака гуляет в саду. 🐈🐕",
+    "Η θάλασσα είναι γαλάζια και ο ήλιος λάμπει. 🌞",
+]
+TINY = ["--layers", "1", "--heads", "2", "--d-model", "32", "--context", "64", "--batch", "8", "--vocab", "300",
+        "--warmup", "5", "--lr", "3e-3", "--device", "cpu"]
+SUBPROCESS_TIMEOUT = 180     # seconds; a 2-process run here takes a few seconds on 2 cores
+
+
+def fixture_text(chars: int, seed: int = 0) -> str:
+    """Paragraphs of shuffled hand-written sentences, numbered so the text is not pure repetition."""
+    rng = random.Random(seed)
+    paragraphs, size, n = [], 0, 0
+    while size < chars:
+        n += 1
+        paragraph = f"{n}. " + " ".join(rng.choice(SENTENCES) for _ in range(rng.randint(2, 5)))
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 1
+    return "\n".join(paragraphs)[:chars]
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch) -> Path:
+    """Tokenizer and token caches in a temporary folder, not the user's."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TOYVIZ_DATA", str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "poems.txt"
+    path.write_text(fixture_text(40_000), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- load_text ---------------
+
+def test_file_splits_95_5_at_a_line_break_and_round_trips(tmp_path):
+    text = fixture_text(20_000)
+    path = tmp_path / "greek.txt"
+    path.write_text(text, encoding="utf-8")
+    train, val, source = load_text([str(path)], None)
+    assert train + val == text
+    assert train.endswith("\n")                         # validation starts on a whole line
+    assert abs(len(val) / len(text) - 0.05) < 0.01
+    assert str(path) in source and f"{len(train):,}" in source
+
+
+def test_file_without_line_breaks_still_splits_95_5(tmp_path):
+    text = "αβγδε 😀" * 1000
+    (tmp_path / "one-line.txt").write_text(text, encoding="utf-8")
+    train, val, _ = load_text([str(tmp_path / "one-line.txt")], None)
+    assert train + val == text and len(val) == len(text) // 20
+
+
+def test_folder_reads_txt_files_in_name_order(tmp_path):
+    folder = tmp_path / "books"
+    folder.mkdir()
+    (folder / "b.txt").write_text("Β: Ἄνδρα μοι ἔννεπε 🌊\n" * 500, encoding="utf-8")
+    (folder / "a.txt").write_text("А: Мороз и солнце ❄️\n" * 500, encoding="utf-8")
+    (folder / "notes.md").write_text("not training text", encoding="utf-8")
+    train, val, source = load_text([str(folder)], None)
+    text = (folder / "a.txt").read_text() + "\n\n" + (folder / "b.txt").read_text()
+    assert train + val == text
+    assert "2 .txt files: a.txt, b.txt" in source and "notes.md" not in source
+
+
+def test_val_path_is_the_validation_text(tmp_path):
+    (tmp_path / "train.txt").write_text("Мороз и солнце\n" * 100, encoding="utf-8")
+    (tmp_path / "val.txt").write_text("Καλημέρα 😀\n", encoding="utf-8")
+    train, val, source = load_text([str(tmp_path / "train.txt")], str(tmp_path / "val.txt"))
+    assert (train, val) == ("Мороз и солнце\n" * 100, "Καλημέρα 😀\n")
+    assert "val.txt" in source
+
+
+def test_missing_path_is_named(tmp_path):
+    with pytest.raises(SystemExit, match="no such file or folder: .*nowhere.txt"):
+        load_text([str(tmp_path / "nowhere.txt")], None)
+
+
+def test_non_utf8_names_the_file_and_line(tmp_path):
+    good, bad = tmp_path / "good.txt", tmp_path / "cp1251.txt"
+    good.write_text("Мороз и солнце\n", encoding="utf-8")
+    bad.write_bytes("строка\nМороз и солнце\n".encode("cp1251"))
+    with pytest.raises(SystemExit, match=r"cp1251.txt is not UTF-8 text \(byte 0x.. at line 1\)"):
+        load_text([str(good), str(bad)], None)
+
+
+def test_blank_file_says_it_is_empty(tmp_path):
+    (tmp_path / "blank.txt").write_text(" \n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="blank.txt is empty"):
+        load_text([str(tmp_path / "blank.txt")], None)
+
+
+def test_folder_without_txt_files_says_so(tmp_path):
+    (tmp_path / "notes.md").write_text("Καλημέρα", encoding="utf-8")
+    with pytest.raises(SystemExit, match="has no .txt files"):
+        load_text([str(tmp_path)], None)
+
+
+# ---------------------------------------------------------------- training on --text -------
+
+def test_training_on_user_text_end_to_end(tmp_path, data_dir, corpus_file):
+    out = tmp_path / "gpt"
+    main(["gpt", "--text", str(corpus_file), "--steps", "50", "--eval-every", "10", *TINY, "--out", str(out)])
+
+    history = json.loads((out / "history.json").read_text())
+    assert [r["step"] for r in history] == list(range(1, 51))
+    assert history[-1]["train_loss"] < history[0]["train_loss"] - 1.0
+    val = [r["val_loss"] for r in history if "val_loss" in r]
+    assert len(val) == 5 and val[-1] < val[0]
+
+    gpt = toyviz.load(str(out), device="cpu")
+    prompt = "Мороз и солнце 😀 Καλημέρα"
+    trace = gpt.trace(prompt)
+    assert gpt.tokenizer.decode(trace.token_ids[1:]) == prompt and len(trace.tokens) == len(trace.token_ids)
+    assert trace.attention.shape[:2] == (1, 2)
+    text = corpus_file.read_text(encoding="utf-8")
+    assert gpt.tokenizer.decode(gpt.tokenizer.encode(text)) == text
+
+    train_text, _, _ = load_text([str(corpus_file)], None)
+    card = (out / "README.md").read_text()
+    assert str(corpus_file) in card and f"{len(train_text):,} characters" in card
+    assert list((data_dir / "tokenizers").glob("text-*.tiktoken"))
+
+
+def test_too_short_text_says_how_much_is_needed(tmp_path, data_dir):
+    path = tmp_path / "short.txt"
+    path.write_text(fixture_text(MIN_TRAIN_CHARS // 2), encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"needs at least {MIN_TRAIN_CHARS:,}"):
+        main(["gpt", "--text", str(path), "--steps", "5", *TINY, "--out", str(tmp_path / "gpt")])
+
+
+# ---------------------------------------------------------------- several processes -------
+
+BATCH, CONTEXT, STEPS = 8, 16, 2
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tiny_run(dist: Distributed):
+    """A tiny GPT and its loss_fn, built as train_gpt builds them: the same seed and batch generator
+    on every rank, so each rank cuts its rows (Distributed.shard) out of one global gpt_batch."""
+    torch.manual_seed(0)
+    model = ToyGPT(GPTConfig(vocab_size=64, context=CONTEXT, n_layer=1, n_head=2, d_model=32))
+    ids = torch.randint(0, 64, (2_000,), generator=torch.Generator().manual_seed(1), dtype=torch.int32)
+    gen = torch.Generator().manual_seed(2)
+
+    def loss_fn(step, wrapped):
+        x, y = gpt_batch(ids, 63, BATCH, CONTEXT, gen)
+        return wrapped(dist.shard(x), dist.shard(y))[1]
+
+    return model, loss_fn
+
+
+def run_steps(out: Path) -> None:
+    """STEPS optimizer steps through train_loop (DDP under two ranks); saves what this rank ends with.
+    Also one separate backward pass, to compare raw (unclipped) gradients: AdamW's first step and
+    the clipping are blind to a gradient's scale, so a sum-instead-of-mean bug shows only there."""
+    torch.set_num_threads(1)
+    dist = Distributed("cpu")
+    probe, loss_fn = tiny_run(dist)
+    wrapped = dist.wrap(probe)          # kept alive: DDP all-reduces in hooks it owns
+    loss_fn(0, wrapped).backward()
+    grads = {n: p.grad.clone() for n, p in probe.named_parameters()}
+
+    model, loss_fn = tiny_run(dist)
+    history = train_loop(model, loss_fn, steps=STEPS, minutes=None, lr=1e-3, warmup=1, dist=dist,
+                         tokens_per_step=BATCH * CONTEXT)
+    torch.save({"params": model.state_dict(), "grads": grads, "history": history}, out / f"rank{dist.rank}.pt")
+    dist.close()
+
+
+def spawn_ranks(target, out: Path, world: int = 2, timeout: float = SUBPROCESS_TIMEOUT) -> list[int | None]:
+    """Run target(rank, world, port, out) in `world` fresh processes → their exit codes (None: killed
+    after `timeout` seconds, so a stuck collective fails the test instead of hanging it)."""
+    ctx = multiprocessing.get_context("spawn")
+    port = free_port()
+    procs = [ctx.Process(target=target, args=(rank, world, port, str(out))) for rank in range(world)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    codes = [p.exitcode for p in procs]
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
+    return codes
+
+
+def _rank_main(rank: int, world: int, port: int, out: str) -> None:
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    run_steps(Path(out))
+
+
+def test_two_ranks_take_the_same_step_as_one_process(tmp_path, monkeypatch):
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    run_steps(tmp_path / "one")
+
+    assert spawn_ranks(_rank_main, tmp_path / "two") == [0, 0]
+
+    one = torch.load(tmp_path / "one" / "rank0.pt")
+    for rank in range(2):
+        two = torch.load(tmp_path / "two" / f"rank{rank}.pt")
+        for kind in ("grads", "params"):
+            for name, value in one[kind].items():
+                torch.testing.assert_close(two[kind][name], value, atol=1e-6, rtol=1e-5,
+                                           msg=lambda m: f"rank {rank} {kind} {name}: {m}")
+    # the logged loss is the global batch's, so the curve does not depend on the process count
+    two = torch.load(tmp_path / "two" / "rank0.pt")
+    assert [r["train_loss"] for r in two["history"]] == pytest.approx(
+        [r["train_loss"] for r in one["history"]], abs=2e-4)
+
+
+def _rank_minutes(rank: int, world: int, port: int, out: str) -> None:
+    """Two ranks whose clocks disagree (rank 1's runs twice as fast), as real GPUs' timings always do a
+    little: the step count fixed from the timed first steps must still be the same on both."""
+    import toyviz.train
+
+    ticks = iter(range(10**6))
+    toyviz.train.time = types.SimpleNamespace(time=lambda: next(ticks) * 0.01 / (rank + 1))
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    torch.set_num_threads(1)
+    dist = Distributed("cpu")
+    model, loss_fn = tiny_run(dist)
+    history = train_loop(model, loss_fn, steps=None, minutes=0.01, lr=1e-3, warmup=1, dist=dist,
+                         tokens_per_step=BATCH * CONTEXT)
+    Path(out, f"rank{rank}.json").write_text(json.dumps(history))
+    dist.close()
+
+
+def test_ranks_with_different_clocks_stop_together(tmp_path):
+    """--minutes under torchrun: if each rank fixed its own step count, one would wait forever for the other."""
+    exitcodes = spawn_ranks(_rank_minutes, tmp_path, timeout=60)
+    assert exitcodes == [0, 0], "a rank hung or failed: the ranks disagreed about the number of steps"
+    assert len(json.loads((tmp_path / "rank0.json").read_text())) > 20    # the timed count, not the floor
+
+
+# each rank runs in its own folder, so a file written by rank 1 would land apart from rank 0's
+PER_RANK_MAIN = ("import os, sys; from toyviz.train import main; os.mkdir(os.environ['RANK']); "
+                 "os.chdir(os.environ['RANK']); main(sys.argv[1:])")
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks_only_rank_0_writes(tmp_path, corpus_file):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOYVIZ_DATA": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), "--no-python", sys.executable, "-c", PER_RANK_MAIN,
+           "gpt", "--text", str(corpus_file), "--steps", "3", "--eval-every", "3", *TINY, "--out", "gpt"]
+    done = subprocess.run(cmd, cwd=runs, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = [p for p in runs.rglob("model.safetensors") if "snapshots" not in p.parts]
+    assert written == [runs / "0" / "gpt" / "model.safetensors"]
+    assert sorted(p.name for p in runs.glob("1/**/*")) == []          # rank 1 wrote nothing at all
+    assert len(json.loads((runs / "0" / "gpt" / "history.json").read_text())) == 3
+    assert done.stdout.count('"metrics"') == 1         # one result line: rank 0's
+    # both ranks must tokenize with one tokenizer, cached under a key every process computes alike
+    assert len(list((tmp_path / "cache" / "tokenizers").glob("*.tiktoken"))) == 1
+    toyviz.load(str(runs / "0" / "gpt"), device="cpu")
