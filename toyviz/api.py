@@ -135,7 +135,12 @@ class Translator:
         trace = self.model.trace(src, tgt[: self.config.context])
         trace.src_tokens = self.src_tok.pieces(src)
         trace.tgt_tokens = self.tgt_tok.pieces(tgt)
-        trace.output_tokens = self.tgt_tok.pieces(hyp.ids + [self.eos])[: len(trace.tgt_tokens)]
+        # the last position predicts EOS only if the search finished; otherwise it was cut at max_len
+        predicted = hyp.ids + [self.eos] if hyp.finished else hyp.ids
+        trace.output_tokens = self.tgt_tok.pieces(predicted)[: len(trace.tgt_tokens)]
+        if len(trace.output_tokens) < len(trace.tgt_tokens):
+            next_id = int(trace.logits[-1].argmax())
+            trace.output_tokens.append(self.tgt_tok.piece(next_id))
         return Translation(self.tgt_tok.decode(hyp.ids), hyp.ids, hyp.score, trace, dropped)
 
 

@@ -139,13 +139,20 @@ def gpt_batch(ids: torch.Tensor, bos: int, batch: int, context: int, gen: torch.
     return x, window
 
 
-def translation_batch(pairs, batch: int, gen: torch.Generator, src_pad: int, tgt_pad: int, bos: int, eos: int):
-    """Random pairs → src (B, S), decoder input (B, T), target (B, T) padded; -1 marks padding targets."""
-    rows = [pairs[i] for i in torch.randint(0, len(pairs), (batch,), generator=gen).tolist()]
+def length_buckets(pairs, batch: int, gen: torch.Generator) -> list[list[int]]:
+    """Pair indices grouped `batch` at a time by total length (ties broken at random), so a batch
+    needs little padding: on two cores this halves the step time of random batches."""
+    noise = torch.rand(len(pairs), generator=gen).tolist()
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]) + len(pairs[i][1]), noise[i]))
+    return [order[i: i + batch] for i in range(0, len(order) - batch + 1, batch)]
+
+
+def translation_batch(rows, src_pad: int, tgt_pad: int, bos: int, eos: int):
+    """(src ids, tgt ids) rows → src (B, S), decoder input (B, T), target (B, T) padded; -1 marks padding targets."""
     S, T = max(len(s) for s, _ in rows), max(len(t) for _, t in rows) + 1
-    src = torch.full((batch, S), src_pad)
-    tgt_in = torch.full((batch, T), tgt_pad)
-    tgt_out = torch.full((batch, T), -1)
+    src = torch.full((len(rows), S), src_pad)
+    tgt_in = torch.full((len(rows), T), tgt_pad)
+    tgt_out = torch.full((len(rows), T), -1)
     for r, (s, t) in enumerate(rows):
         src[r, : len(s)] = torch.tensor(s)
         tgt_in[r, : len(t) + 1] = torch.tensor([bos] + t)
@@ -327,24 +334,30 @@ def train_translator(args, dist: Distributed):
     model = ToyTranslator(config).to(args.device)
     src_pad, tgt_pad, bos = src_tok.special(PAD), tgt_tok.special(PAD), tgt_tok.special("<|bos|>")
 
-    def batch_loss(m, pairs, g, smoothing):
-        src, tgt_in, tgt_out = translation_batch(pairs, args.batch, g, src_pad, tgt_pad, bos, eos_tgt)
+    buckets = length_buckets(train, args.batch, gen)
+
+    def batch_loss(m, rows, smoothing):
+        src, tgt_in, tgt_out = translation_batch(rows, src_pad, tgt_pad, bos, eos_tgt)
         src, tgt_in, tgt_out = (dist.shard(t).to(args.device) for t in (src, tgt_in, tgt_out))
         logits = m(src, tgt_in, src != src_pad)
         return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-1,
                                label_smoothing=smoothing)
 
+    def train_loss(step, wrapped):
+        bucket = buckets[int(torch.randint(len(buckets), (1,), generator=gen))]
+        return batch_loss(wrapped, [train[i] for i in bucket], 0.1)
+
     def eval_fn():
         model.eval()
         with torch.no_grad():
-            return batch_loss(model, val, torch.Generator().manual_seed(0), 0.0).item()
+            return batch_loss(model, val[: args.batch], 0.0).item()
 
     mean_tokens = sum(len(s) + len(t) for s, t in train[:1000]) / 1000
     out = Path(args.out or CHECKPOINTS / "translator")
     facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train),
              "out": str(out)}
     run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
-               lambda step, wrapped: batch_loss(wrapped, train, gen, 0.1), eval_fn,
+               train_loss, eval_fn,
                int(args.batch * mean_tokens), (), dist)
     if run is not None:
         test = test_pairs if args.eval_limit is None else test_pairs[: args.eval_limit]

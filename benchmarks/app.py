@@ -1,0 +1,98 @@
+"""App speed and size figures, printed as one JSON line (a benchmark: nothing here asserts).
+
+    python -m benchmarks.app [--quick]
+
+- attention_tab_ms: server-side time from a NEW 128-token prompt to every figure of the Attention
+  tab (trace + grid + large head + labels + ablation bars), median over fresh prompts
+- attention_payload_bytes: JSON size of that tab update (what the browser receives)
+- longest_context_ms: the same for a prompt that fills the whole context
+- cold_start_s: `python app.py` until the page answers; rss_mb: its resident memory after serving
+Targets (2-core CPU): ≤ 150 ms, ≤ 1.5 MB, ≤ 15 s, ≤ 1.5 GB.
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("love honour night crown blood sword king queen fair sweet death heaven earth gentle noble "
+         "speak tongue heart eyes fortune grace friend foe time").split()
+
+
+def prompt_of(n_tokens: int, seed: int) -> str:
+    """A fresh prompt (so the trace cache cannot help) of roughly n_tokens words."""
+    return " ".join(WORDS[(seed * 7 + i * (seed + 3)) % len(WORDS)] for i in range(n_tokens))
+
+
+def payload_bytes(outputs) -> int:
+    return sum(len(o.to_json()) if hasattr(o, "to_json") else len(json.dumps(o)) for o in outputs)
+
+
+def endpoint(demo, name: str):
+    return next(f.fn for f in demo.fns.values() if f.api_name == name)
+
+
+def time_tab(render, prompts, *args):
+    times, payload = [], 0
+    for p in prompts:
+        start = time.perf_counter()
+        outputs = render(p, *args)
+        times.append((time.perf_counter() - start) * 1e3)
+        payload = payload_bytes(outputs)
+    return statistics.median(times), payload
+
+
+def cold_start(timeout: float = 60.0) -> tuple[float, float]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1")
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        while time.perf_counter() - start < timeout:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        seconds = time.perf_counter() - start
+        rss_kb = next(int(line.split()[1]) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                      if line.startswith("VmRSS"))
+        return seconds, rss_kb / 1024
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    import app
+    explorer = app.load_explorer("gpt", "translator", None)
+    demo = app.build(explorer)
+    render = endpoint(demo, "attention")
+    context = explorer.gpt.config.context
+    n = 3 if args.quick else 15
+    ms, payload = time_tab(render, [prompt_of(127, s) for s in range(n)], 1, 2, "probs", [], False)
+    long_ms, long_payload = time_tab(render, [prompt_of(context * 2, s) for s in range(max(2, n // 3))],
+                                     1, 2, "probs", [], False)
+    cold, rss = cold_start()
+    print(json.dumps({"prompt_tokens": 128, "attention_tab_ms": round(ms, 1), "attention_payload_bytes": payload,
+                      "longest_context_tokens": context, "longest_context_ms": round(long_ms, 1),
+                      "longest_context_payload_bytes": long_payload, "cold_start_s": round(cold, 2),
+                      "rss_mb_after_start": round(rss, 1), "quick": args.quick}))
+
+
+if __name__ == "__main__":
+    main()
