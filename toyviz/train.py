@@ -317,8 +317,9 @@ def train_translator(args, dist: Distributed):
     from .data import bible
 
     train_pairs, test_pairs = bible.split(bible.load_pairs())
-    src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
-    tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+    with dist.rank0_first():
+        src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+        tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
     eos_src, eos_tgt = src_tok.special("<|eos|>"), tgt_tok.special("<|eos|>")
     encoded = [(src_tok.encode(p.en) + [eos_src], tgt_tok.encode(p.es)) for p in train_pairs]
     encoded = [(s, t) for s, t in encoded if len(s) <= args.context and len(t) < args.context]
