@@ -276,7 +276,8 @@ def train_gpt(args, dist: Distributed):
         train_text, val_text, source = load_text(args.text, args.val_text)
     else:
         from .data import shakespeare
-        train_text, val_text = shakespeare.split(shakespeare.load_works())
+        with dist.rank0_first():                        # one process fetches the corpus; the others read its cache
+            train_text, val_text = shakespeare.split(shakespeare.load_works())
         source = None
     if len(train_text) < MIN_TRAIN_CHARS:
         raise SystemExit(f"only {len(train_text):,} characters of training text: toyviz needs at least "
@@ -316,7 +317,8 @@ def train_gpt(args, dist: Distributed):
 def train_translator(args, dist: Distributed):
     from .data import bible
 
-    train_pairs, test_pairs = bible.split(bible.load_pairs())
+    with dist.rank0_first():                            # one process fetches the corpus; the others read its cache
+        train_pairs, test_pairs = bible.split(bible.load_pairs())
     with dist.rank0_first():
         src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
         tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
