@@ -251,7 +251,7 @@ Training text: {facts.get('train_chars', '?'):,} characters. Texts are public do
 ## Recipe
 - Command: `{facts['command']}`
 - Trained on: {facts['device']} ({facts['train_minutes']:.1f} minutes, {facts['steps']} steps, {facts['tokens']:,} tokens)
-- Config: `{json.dumps(facts['config'])}`
+{cpu_note(facts)}- Config: `{json.dumps(facts['config'])}`
 - Parameters: {facts['params']:,}; weights stored as {facts['dtype']}
 
 ## Metrics (held-out data)
@@ -262,6 +262,15 @@ Training text: {facts.get('train_chars', '?'):,} characters. Texts are public do
 ## Licence
 Code MIT. Training texts public domain (the name "World English Bible" is a trademark for unmodified text).
 """
+
+
+def cpu_note(facts: dict) -> str:
+    """A GPU-trained card says what the same command costs on the 2-core CPU it was sized for."""
+    per_step = facts.get("cpu_seconds_per_step_measured")
+    if not per_step:
+        return ""
+    return (f"- On a 2-core CPU (without `--device cuda`): {per_step} s/step measured, so about "
+            f"{per_step * facts['steps'] / 60:.0f} minutes of training for the same steps\n")
 
 
 def device_name(device: str) -> str:
