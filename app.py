@@ -12,6 +12,7 @@ import argparse
 import functools
 import html
 import os
+import tempfile
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -20,6 +21,7 @@ import gradio as gr
 import toyviz
 from toyviz import links
 from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
+from toyviz.figures import standalone_html
 from toyviz.figures import attention as attention_figs
 from toyviz.figures import layernorm as layernorm_figs
 from toyviz.figures import mask as mask_figs
@@ -268,8 +270,10 @@ def build(explorer: Explorer) -> gr.Blocks:
                 run = gr.Button("Explore", variant="primary", elem_id="run")
                 projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector")
                 link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
+                export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
         gr.Examples(EXAMPLES["prompt"], inputs=prompt, label="Example prompts")
         link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", visible=True, max_lines=1)
+        exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
         note = gr.Markdown(elem_id="note")
         current = gr.State("attention")
         with gr.Tabs(selected="attention", elem_id="tabs") as tabs:
@@ -407,6 +411,18 @@ def build(explorer: Explorer) -> gr.Blocks:
                 result += list(fn(*[by_input[i] for i in ins])) if name == tab else [gr.skip()] * len(outs)
             return result
 
+        @friendly
+        def export(tab, *values):
+            """The current tab's figures as one standalone HTML file to download."""
+            by_input = dict(zip(all_inputs, values))
+            fn, ins, _ = registry[tab]
+            figures = [o for o in fn(*[by_input[i] for i in ins]) if hasattr(o, "to_html")]
+            path = os.path.join(tempfile.mkdtemp(prefix="toyviz-"), f"toyviz-{tab}.html")
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(standalone_html(figures, f"toyviz — {tab}"))
+            return gr.File(value=path, visible=True)
+
+        export_button.click(export, [current] + all_inputs, exported, api_name="export", concurrency_limit=2)
         gr.on([run.click, prompt.submit, projector.change], refresh, [current] + all_inputs, all_outputs,
               api_visibility="private", concurrency_limit=4)
         translate_button.click(translate, registry["translate"][1], registry["translate"][2],

@@ -166,3 +166,15 @@ def message(text: str, title: str, *, filename: str, projector: bool = False) ->
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return style(fig, title, filename=filename, projector=projector, height=240)
+
+
+def standalone_html(figures: list[go.Figure], title: str) -> str:
+    """One offline HTML page with the given figures (plotly.js embedded once), each keeping its
+    PNG-at-2× download button and file name — what "export view" hands a lecturer."""
+    import plotly.io as pio_html
+
+    parts = [pio_html.to_html(fig, full_html=False, include_plotlyjs=(i == 0),
+                              config=config_for((fig.layout.meta or {}).get("filename", "toyviz")))
+             for i, fig in enumerate(figures)]
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+            f"<body style='font-family: sans-serif'><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>")
