@@ -292,8 +292,9 @@ def build(explorer: Explorer) -> gr.Blocks:
             with gr.Tab("Attention", id="attention") as tab_attention:
                 gr.Markdown(EXPLAIN["attention"])
                 with gr.Row():
-                    layer = gr.Slider(0, n_layer - 1, value=0, step=1, label="layer", elem_id="layer")
-                    head = gr.Slider(0, n_head - 1, value=0, step=1, label="head", elem_id="head")
+                    # (a slider needs max > min, even for a one-layer or missing model)
+                    layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label="layer", elem_id="layer")
+                    head = gr.Slider(0, max(1, n_head - 1), value=0, step=1, label="head", elem_id="head")
                     mode = gr.Radio(["probs", "scores"], value="probs", label="show", elem_id="mode")
                 ablate = gr.CheckboxGroup([f"{l}.{h}" for l in range(n_layer) for h in range(n_head)],
                                           label="switch heads off (layer.head)", elem_id="ablate")
@@ -356,7 +357,7 @@ def build(explorer: Explorer) -> gr.Blocks:
             with gr.Tab("Model", id="model") as tab_model:
                 gr.Markdown(EXPLAIN["model"])
                 n_snapshots = len(explorer.snapshots()) if gpt else 1
-                snapshot = gr.Slider(-1, n_snapshots - 1, value=-1, step=1, label="training snapshot (-1 = final model)",
+                snapshot = gr.Slider(-1, max(0, n_snapshots - 1), value=-1, step=1, label="training snapshot (-1 = final model)",
                                      elem_id="snapshot")
                 x_axis = gr.Radio(["step", "tokens"], value="step", label="loss curve against")
                 model_out = [plot("params-plot"), plot("memory-plot"), plot("loss-plot"), gr.Markdown(),
@@ -483,7 +484,8 @@ def main(argv=None):
     demo = build(load_explorer(args.gpt, args.translator, args.device))
     demo.queue(default_concurrency_limit=4, max_size=64)
     # host and port come from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (Spaces sets them)
-    demo.launch(css=CSS, ssr_mode=False)
+    # show_error: a value the API cannot even parse (text for a slider) gets its message, not a generic one
+    demo.launch(css=CSS, ssr_mode=False, show_error=True)
 
 
 if __name__ == "__main__":
