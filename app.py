@@ -244,7 +244,12 @@ def build(explorer: Explorer) -> gr.Blocks:
         counts = count_parameters(config)
         mem = memory_report(config)
         gib = lambda b: f"{b / 2**30:.2f} GiB"
-        quoted = f" (the paper quoted {PAPER_SIZES[preset]})" if preset in PAPER_SIZES else ""
+        quoted = (f" (the paper quoted {PAPER_SIZES[preset]}: the papers' figures were rounded or, for the "
+                  f"smallest model's 117M, miscounted — these are the released checkpoints' exact counts)"
+                  if preset in PAPER_SIZES else "")
+        embeddings = counts["token_embedding"] + counts["position_embedding"]
+        quoted += (f". Embeddings hold {embeddings / counts['total']:.0%} of it: each block grows with d_model² "
+                   f"(about 12·d² per layer), the embeddings only with d_model, so as models widen the blocks dominate")
         text = (f"**{counts['total']:,} parameters**{quoted}. Weights: {gib(mem['weights_fp32_bytes'])} in fp32, "
                 f"{gib(mem['weights_bf16_bytes'])} in bf16. One layer's attention matrices for one sequence of "
                 f"{config.context} tokens: {gib(mem['attention_bytes_per_layer_fp32'])} (fp32). KV cache: "
@@ -289,6 +294,13 @@ def build(explorer: Explorer) -> gr.Blocks:
                     pe_d = gr.Slider(8, 512, value=64, step=2, label="d_model", elem_id="pe-d")
                     pe_len = gr.Slider(8, 512, value=128, step=1, label="length", elem_id="pe-len")
                 formula_out = [plot("pe-formula-plot"), plot("pe-bug-plot")]
+                gr.Markdown("**Why the bugs break position information.** *no_d_model_scaling* computes the "
+                            "frequencies as exp(−2i·ln 10000) without dividing by d_model: all but the first few "
+                            "dimensions get frequencies near 0, so they are sin(0) = 0 and cos(0) = 1 at every position "
+                            "and only two or three dimensions carry position — distant positions collide. "
+                            "*cos_overwrites_sin* writes the cosine into the even columns again, so half the "
+                            "dimensions stay 0 and cos(pos·f) = cos(−pos·f) cannot tell some positions apart; the "
+                            "smallest distance between two positions (in each panel's title) drops accordingly.")
             with gr.Tab("Attention", id="attention") as tab_attention:
                 gr.Markdown(EXPLAIN["attention"])
                 with gr.Row():
