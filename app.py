@@ -11,17 +11,19 @@ from __future__ import annotations
 import argparse
 import functools
 import html
+import json
 import os
 import tempfile
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 import toyviz
 from toyviz import links
 from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
-from toyviz.figures import standalone_html
+from toyviz.figures import config_for, standalone_html
 from toyviz.figures import attention as attention_figs
 from toyviz.figures import layernorm as layernorm_figs
 from toyviz.figures import mask as mask_figs
@@ -89,8 +91,22 @@ def friendly_stream(fn):
     return wrapper
 
 
+class FigurePlot(gr.Plot):
+    """gr.Plot that keeps each figure's download settings: the camera button saves a PNG at 2x under
+    the file name the figure builder chose (Gradio's front end reads a "config" key next to data/layout)."""
+
+    def get_block_name(self) -> str:
+        return "plot"
+
+    def postprocess(self, value):
+        if hasattr(value, "to_json"):
+            config = json.dumps(config_for((value.layout.meta or {}).get("filename", "toyviz")))
+            return PlotData(type="plotly", plot=value.to_json()[:-1] + ',"config":' + config + "}")
+        return super().postprocess(value)
+
+
 def plot(elem_id: str, label: str = "") -> gr.Plot:
-    return gr.Plot(label=label or None, elem_id=elem_id, show_label=bool(label))
+    return FigurePlot(label=label or None, elem_id=elem_id, show_label=bool(label))
 
 
 def probability_html(pieces: list[tuple[str, float]]) -> str:

@@ -99,6 +99,8 @@ def test_deep_link_and_projector_mode(url, page):
     page.goto(url + "?tab=attention&layer=1&head=2", wait_until="domcontentloaded")
     head_title = title(page, "attn-plot")
     expect(head_title).to_contain_text("layer 1, head 2", timeout=WAIT)
+    download = page.locator("#attn-plot .js-plotly-plot").evaluate("e => e._context.toImageButtonOptions")
+    assert download["scale"] == 2 and download["filename"] == "toyviz-attention-L1-H2-probs"
     size = lambda: float(head_title.evaluate("e => parseFloat(getComputedStyle(e).fontSize)"))
     before = size()
     page.locator("#projector input[type=checkbox]").check()
