@@ -1,0 +1,52 @@
+import math
+
+import pytest
+import torch
+
+import toyviz
+from toyviz.checkpoint import CHECKPOINTS
+from toyviz.evaluate import bits_per_char, gpt_nats
+
+
+def test_bits_per_char_known_case():
+    # a model that is always 50/50 between two characters spends exactly one bit per character
+    assert bits_per_char(total_nats=1000 * math.log(2), n_chars=1000) == pytest.approx(1.0)
+    # tokens of 4 characters at 8 bits each: 2 bits per character
+    assert bits_per_char(total_nats=250 * 8 * math.log(2), n_chars=1000) == pytest.approx(2.0)
+
+
+class Uniform(torch.nn.Module):
+    """Same logits everywhere: every token costs ln(V) nats."""
+
+    def __init__(self, vocab=50, context=16):
+        super().__init__()
+        self.config = type("C", (), {"context": context})()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.vocab = vocab
+
+    def forward(self, x):
+        return torch.zeros(*x.shape, self.vocab) + self.w, None
+
+
+def test_gpt_nats_scores_every_token_once():
+    ids = torch.randint(0, 50, (37,))                           # 2 full windows of 16 and a short one
+    assert gpt_nats(Uniform(), ids, bos=0) == pytest.approx(37 * math.log(50), rel=1e-5)
+
+
+shipped = pytest.mark.skipif(not (CHECKPOINTS / "gpt" / "config.json").is_file(), reason="no shipped checkpoints")
+
+
+@shipped
+def test_shipped_gpt_writes_text():
+    gpt = toyviz.load("gpt", device="cpu")
+    text = "".join(s.text for s in gpt.generate("ROMEO:", 40, temperature=0.8, top_k=50, seed=0))
+    assert len(text.strip()) > 20 and sum(c.isalpha() for c in text) > 15
+
+
+@shipped
+def test_shipped_translator_translates_a_held_in_verse():
+    mt = toyviz.load("translator", device="cpu")
+    out = mt.translate("In the beginning God created the heavens and the earth.", beam=4).text
+    reference = "En el principio crió Dios los cielos y la tierra."
+    shared = set(out.lower().strip(".").split()) & set(reference.lower().strip(".").split())
+    assert {"principio", "dios", "cielos", "tierra"} <= shared, out
