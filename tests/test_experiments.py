@@ -1,0 +1,66 @@
+import json
+
+import pytest
+import torch
+
+from toyviz import experiments
+from toyviz.config import GPTConfig
+from toyviz.gpt import ToyGPT
+from toyviz.size import count_parameters
+
+BASE = experiments.BASELINE
+
+
+@pytest.mark.parametrize("name", list(experiments.VARIANTS))
+def test_variants_differ_in_one_thing_and_keep_the_size(name):
+    config = experiments.variant_config(name)
+    differs = {k for k, v in vars(config).items() if getattr(BASE, k) != v}
+    named = set(experiments.VARIANTS[name][1]) - ({"d_ff"} if name == "swiglu" else set())
+    assert differs - {"d_ff"} == named
+    base, mine = count_parameters(BASE)["total"], count_parameters(config)["total"]
+    assert abs(mine - base) / base <= 0.05, (name, mine, base)
+
+
+def test_honest_scoring_never_sees_the_future():
+    torch.manual_seed(0)
+    model = ToyGPT(GPTConfig(vocab_size=40, context=16, n_layer=2, n_head=2, d_model=16, causal=False)).eval()
+    with torch.no_grad():                      # larger weights, so a leak shows up well above rounding
+        for p in model.parameters():
+            p.mul_(10)
+    a = torch.randint(1, 40, (12,))
+    b = a.clone()
+    b[10] = (b[10] + 1) % 40                   # a later token changes; positions 0..9 must not notice
+    honest = experiments.honest_position_nats(model, a, 0), experiments.honest_position_nats(model, b, 0)
+    assert torch.equal(honest[0][:10], honest[1][:10])
+    # the unmasked model as trained does read it: the same positions' losses move
+    x = lambda w: torch.cat([torch.tensor([0]), w[:-1]])[None]
+    full = [torch.nn.functional.cross_entropy(model(x(w))[0][0], w, reduction="none") for w in (a, b)]
+    assert (full[0][:10] - full[1][:10]).abs().max() > 1e-3
+
+
+def test_a_tiny_run_writes_results_of_the_documented_shape(tmp_path, monkeypatch):
+    from toyviz.data import shakespeare
+    monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "data"))
+    verse = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer. "
+    works = {"hamlet": verse * 4, "twelfth_night": "If music be the food of love, play on. " * 4,
+             "lear": verse * 300, "tempest": "Full fathom five thy father lies. " * 300}
+    monkeypatch.setattr(shakespeare, "load_works", lambda: works)
+    monkeypatch.setattr(experiments, "HONEST_WINDOWS", 1)
+    monkeypatch.setattr(experiments, "EVAL_EVERY", 2)
+    out = tmp_path / "exp"
+    experiments.main(["--steps", "3", "--out", str(out), "--device", "cpu"])
+    results = json.loads((out / "results.json").read_text())
+    assert {"command", "tokens_per_variant", "context", "variants"} <= set(results)
+    assert set(results["variants"]) == set(experiments.VARIANTS)
+    for name, r in results["variants"].items():
+        assert {"params", "minutes", "val_bits_per_char", "train_curve", "val_curve", "time_curve"} <= set(r)
+        assert len(r["train_curve"]) == 3 and r["val_curve"]
+    for name in experiments.POSITIONAL:
+        assert set(results["variants"][name]["extrapolation"]) == {"1x", "2x", "4x"}
+    assert results["variants"]["learned_pe"]["extrapolation"]["2x"] is None
+    no_mask = results["variants"]["no_causal_mask"]
+    assert "val_bits_per_char_as_trained" in no_mask
+    import toyviz
+    reloaded = toyviz.load(str(out / "no_causal_mask"), device="cpu")
+    assert reloaded.config.causal is False
+    assert reloaded.trace("To be, or not").attention.triu(1).sum() > 0
