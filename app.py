@@ -24,7 +24,9 @@ import toyviz
 from toyviz import links
 from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
 from toyviz.figures import config_for, standalone_html
+from toyviz.experiments import VARIANTS
 from toyviz.figures import attention as attention_figs
+from toyviz.figures import experiments as experiment_figs
 from toyviz.figures import layernorm as layernorm_figs
 from toyviz.figures import mask as mask_figs
 from toyviz.figures import model as model_figs
@@ -53,6 +55,9 @@ EXPLAIN = {
               "top-k and top-p cut the tail. Low temperature is safe and dull, high is varied and wild.",
     "translate": "The encoder reads the English sentence; the decoder writes Spanish one token at a time, looking "
                  "back at its own output (causal self-attention) and at the English (cross-attention).",
+    "experiments": "Small GPTs that differ from a baseline in exactly one thing — positions, feed-forward, norm "
+                   "placement, the causal mask — trained on the same data, seed and budget. The sentences below are "
+                   "what this run measured, including where it contradicts the course material.",
     "model": "Where the parameters are, how attention memory grows with the square of the length, how training "
              "went, and how attention patterns formed along the way.",
 }
@@ -248,6 +253,19 @@ def build(explorer: Explorer) -> gr.Blocks:
                 attention_figs.attention_grid(tr, projector=projector))
 
     @friendly
+    def render_experiments(prompt, variants, x_axis, projector):
+        results = explorer.experiment_results()
+        no_mask = explorer.no_mask_model()
+        text, _ = clean_prompt(prompt)
+        sample = "".join(s.text for s in no_mask.generate(text, 40, temperature=0.0))
+        return (experiment_figs.describe(results), experiment_figs.curves(results, variants, x_axis, projector=projector),
+                experiment_figs.final_bars(results, projector=projector),
+                experiment_figs.extrapolation(results, projector=projector),
+                experiment_figs.no_mask_bars(results, projector=projector),
+                attention_figs.attention_grid(no_mask.trace(text), projector=projector),
+                f"**The no-mask model continues the prompt (greedy):** {html.escape(sample)}")
+
+    @friendly
     def size_calculator(preset, layers, heads, d_model, vocab, context, projector):
         if preset in PRESETS:
             config = PRESETS[preset]
@@ -382,6 +400,15 @@ def build(explorer: Explorer) -> gr.Blocks:
                     tr_head = gr.Dropdown(["average"] + [str(i) for i in range(tr_cfg.n_head if tr_cfg else 1)],
                                           value="average", label="head")
                 translate_figs = [plot("cross-plot"), plot("candidates-plot")]
+            with gr.Tab("Experiments", id="experiments") as tab_experiments:
+                gr.Markdown(EXPLAIN["experiments"])
+                with gr.Row():
+                    exp_variants = gr.CheckboxGroup(list(VARIANTS), value=["baseline", "learned_pe", "rope", "no_pe"],
+                                                    label="variants")
+                    exp_x = gr.Radio(["tokens", "seconds"], value="tokens", label="curves against")
+                experiments_out = [gr.Markdown(elem_id="exp-summary"), plot("exp-curves-plot"), plot("exp-final-plot"),
+                                   plot("exp-extrapolation-plot"), plot("exp-no-mask-plot"), plot("no-mask-attn-plot"),
+                                   gr.Markdown(elem_id="no-mask-sample")]
             with gr.Tab("Model", id="model") as tab_model:
                 gr.Markdown(EXPLAIN["model"])
                 n_snapshots = len(explorer.snapshots()) if gpt else 1
@@ -421,12 +448,15 @@ def build(explorer: Explorer) -> gr.Blocks:
                                [note, bars], [temperature, top_k, top_p], "next_token"),
             "translate": renderer(tab_translate, translate, [source, beam, attention_kind, tr_layer, tr_head, projector],
                                   [note, spanish] + translate_figs, [attention_kind, tr_layer, tr_head], "translate"),
+            "experiments": renderer(tab_experiments, render_experiments, [prompt, exp_variants, exp_x, projector],
+                                    experiments_out, [exp_variants, exp_x], "experiments"),
             "model": renderer(tab_model, render_model, [prompt, snapshot, x_axis, projector], model_out,
                               [snapshot, x_axis], "model"),
         }
         for tab_id, name in [(tab_tokens, "tokens"), (tab_positional, "positional"), (tab_attention, "attention"),
                              (tab_inside, "inside"), (tab_layernorm, "layernorm"), (tab_residual, "residual"),
-                             (tab_sample, "sample"), (tab_translate, "translate"), (tab_model, "model")]:
+                             (tab_sample, "sample"), (tab_translate, "translate"), (tab_experiments, "experiments"),
+                             (tab_model, "model")]:
             tab_id.select(lambda name=name: name, None, current, api_visibility="private")
 
         all_outputs = [o for _, _, outs in registry.values() for o in outs]

@@ -127,3 +127,14 @@ def test_a_folder_that_is_not_a_checkpoint_leaves_a_message(tmp_path, capsys):
             client.predict(PROMPT, False, api_name="/tokens")
     finally:
         demo.close()
+
+
+def test_experiments_endpoint_shows_results_or_says_how_to_get_them(shipped):
+    from toyviz.explorer import EXPERIMENTS
+    args = (PROMPT, ["baseline", "rope"], "tokens", False)
+    if (EXPERIMENTS / "results.json").is_file() and (EXPERIMENTS / "no_causal_mask" / "config.json").is_file():
+        result = shipped.predict(*args, api_name="/experiments")
+        assert "bits/char" in result[0] and sum(is_plot(r) for r in result) == 5
+    else:
+        with pytest.raises(Exception, match="python -m toyviz.experiments"):
+            shipped.predict(*args, api_name="/experiments")

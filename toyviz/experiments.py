@@ -43,7 +43,7 @@ VARIANTS = {
 }
 POSITIONAL = ("baseline", "learned_pe", "rope", "no_pe")     # evaluated at 1×, 2×, 4× the context
 HONEST_WINDOWS = 16                                           # windows scored one prefix at a time
-DEFAULT_STEPS = 1800                                           # 8 × 1800 × 0.225 s ≈ 54 min on 2 cores
+DEFAULT_STEPS = 1400                                           # 8 × 1400 × 0.26 s ≈ 49 min on 2 cores
 BATCH, LR, WARMUP, EVAL_EVERY = 16, 2e-3, 100, 100
 
 

@@ -13,6 +13,9 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .api import GPT, PromptError, Translator
+from .checkpoint import CHECKPOINTS
+
+EXPERIMENTS = CHECKPOINTS / "experiments"
 
 MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
@@ -124,6 +127,20 @@ class Explorer:
         model = self.snapshot_models.get(str(path), lambda: load(str(path), device=str(self.gpt.device)))
         text, _ = clean_prompt(prompt)
         return path, self.traces.get((str(path), text, True, ()), lambda: model.trace(text))
+
+    def experiment_results(self) -> dict:
+        path = EXPERIMENTS / "results.json"
+        if not path.is_file():
+            raise PromptError("no experiment results yet: run `python -m toyviz.experiments` (about an hour on 2 cores)")
+        return json.loads(path.read_text())
+
+    def no_mask_model(self):
+        """The GPT trained without the causal mask, loaded on first use."""
+        from . import load
+        folder = EXPERIMENTS / "no_causal_mask"
+        if not (folder / "config.json").is_file():
+            raise PromptError("the no-mask model is not there: run `python -m toyviz.experiments`")
+        return self.snapshot_models.get(str(folder), lambda: load(str(folder), device=str(self.need_gpt().device)))
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = 48) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""

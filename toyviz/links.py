@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "sample", "translate", "model")
+TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "sample", "translate", "model", "experiments")
 DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
 DEFAULT_SOURCE = "In the beginning God created the heavens and the earth."
 

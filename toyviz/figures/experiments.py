@@ -1,0 +1,121 @@
+"""Experiments view: what changing one piece of the architecture did, from results.json.
+
+Pure functions of the results dict that `python -m toyviz.experiments` writes.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from . import message, style
+
+SEEDS = ("baseline", "baseline_seed2")
+
+
+def _spread(results: dict) -> tuple[float, float] | None:
+    values = [results["variants"][s]["val_bits_per_char"] for s in SEEDS if s in results["variants"]]
+    return (min(values), max(values)) if len(values) == 2 else None
+
+
+def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", *, projector: bool = False) -> go.Figure:
+    """Held-out bits/char during training, one line per variant, against tokens seen or seconds;
+    the two baseline seeds are drawn as a band, so a gap narrower than the band is noise."""
+    chosen = [v for v in (variants or results["variants"]) if v in results["variants"]]
+    key = "val_curve" if x == "tokens" else "time_curve"
+    fig = go.Figure()
+    if all(s in results["variants"] for s in SEEDS):
+        a, b = (results["variants"][s][key] for s in SEEDS)
+        xs = [p[0] for p in a]
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[p[1] for p in a] + [p[1] for p in b][::-1], fill="toself",
+                                 fillcolor="rgba(120,120,120,0.25)", line=dict(width=0), name="baseline, two seeds",
+                                 hoverinfo="skip"))
+    for name in chosen:
+        points = results["variants"][name][key]
+        fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines", name=name))
+    fig.update_layout(xaxis_title="training tokens" if x == "tokens" else "seconds", yaxis_title="held-out bits/char")
+    return style(fig, "Held-out loss while training (same data, seed and budget)", filename=f"toyviz-experiments-{x}",
+                 projector=projector, height=460)
+
+
+def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
+    """Final held-out bits/char per variant (lower is better) against the seed-to-seed spread."""
+    names = list(results["variants"])
+    values = [results["variants"][n]["val_bits_per_char"] for n in names]
+    fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" for v in values], textposition="outside",
+                           customdata=[results["variants"][n]["differs"] for n in names],
+                           hovertemplate="%{x}: %{y:.3f} bits/char<br>%{customdata}<extra></extra>"))
+    spread = _spread(results)
+    if spread:
+        fig.add_hrect(y0=spread[0], y1=spread[1], fillcolor="grey", opacity=0.25, line_width=0,
+                      annotation_text="seed spread", annotation_position="top left")
+    fig.update_layout(yaxis_title="held-out bits/char", yaxis_range=[min(values) * 0.95, max(values) * 1.05])
+    return style(fig, "Final held-out bits/char (honest for the no-mask model)", filename="toyviz-experiments-final",
+                 projector=projector)
+
+
+def extrapolation(results: dict, *, projector: bool = False) -> go.Figure:
+    """Held-out bits/char when reading 1×, 2× and 4× the trained context: can the positional
+    scheme handle positions it never saw? Learned positions have no rows past their table."""
+    fig = go.Figure()
+    for name, r in results["variants"].items():
+        if "extrapolation" not in r:
+            continue
+        factors = list(r["extrapolation"])
+        fig.add_trace(go.Scatter(x=factors, y=[r["extrapolation"][f] for f in factors], mode="lines+markers", name=name))
+        missing = [f for f in factors if r["extrapolation"][f] is None]
+        if missing:
+            fig.add_annotation(x=missing[0], y=r["extrapolation"]["1x"], text=f"{name}: no positions past the table",
+                               showarrow=False, yshift=-18)
+    if not fig.data:
+        return message("No positional variants in these results.", "Length extrapolation",
+                       filename="toyviz-experiments-extrapolation", projector=projector)
+    fig.update_layout(xaxis_title="context read at evaluation (× trained context)", yaxis_title="held-out bits/char")
+    return style(fig, f"Length extrapolation (trained on {results['context']} tokens)",
+                 filename="toyviz-experiments-extrapolation", projector=projector)
+
+
+def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
+    """The model trained without the mask, scored as trained (it sees the token it predicts) and
+    honestly (only the past visible), next to the baseline."""
+    r = results["variants"].get("no_causal_mask")
+    if r is None:
+        return message("The no-mask variant was not run.", "No causal mask", filename="toyviz-experiments-no-mask",
+                       projector=projector)
+    names = ["baseline (with mask)", "no mask, as trained (future visible)", "no mask, honest (past only)"]
+    values = [results["variants"].get("baseline", {}).get("val_bits_per_char"), r["val_bits_per_char_as_trained"],
+              r["val_bits_per_char"]]
+    fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" if v is not None else "" for v in values],
+                           textposition="outside"))
+    fig.update_layout(yaxis_title="held-out bits/char")
+    return style(fig, "Without the mask: a loss that looks perfect, a model that cannot generate",
+                 filename="toyviz-experiments-no-mask", projector=projector)
+
+
+def describe(results: dict) -> str:
+    """Sentences stated from the measurements (not from the course material)."""
+    v = results["variants"]
+    lines = []
+    spread = _spread(results)
+    if spread:
+        lines.append(f"Seed-to-seed spread of the baseline: {spread[1] - spread[0]:.3f} bits/char; "
+                     "differences smaller than that are noise.")
+    base = v.get("baseline", {}).get("val_bits_per_char")
+    for name in ("learned_pe", "rope", "no_pe", "swiglu", "post_norm"):
+        if name in v and base is not None:
+            delta = v[name]["val_bits_per_char"] - base
+            verdict = "within the seed spread" if spread and abs(delta) <= spread[1] - spread[0] else (
+                "better" if delta < 0 else "worse")
+            lines.append(f"{name} ({v[name]['differs']}): {v[name]['val_bits_per_char']:.3f} vs baseline {base:.3f} "
+                         f"({delta:+.3f}, {verdict}).")
+    ext = {n: v[n]["extrapolation"] for n in ("baseline", "rope") if n in v and "extrapolation" in v[n]}
+    if len(ext) == 2 and ext["rope"].get("4x") is not None and ext["baseline"].get("4x") is not None:
+        better = ext["rope"]["4x"] < ext["baseline"]["4x"]
+        lines.append(f"At 4× the trained context RoPE scores {ext['rope']['4x']:.3f} and sinusoidal "
+                     f"{ext['baseline']['4x']:.3f}: here RoPE {'does' if better else 'does not'} extrapolate better"
+                     + ("" if better else " — both see relative offsets they were never trained on, and a small model "
+                        "trained on short windows learns nothing about them") + ".")
+    if "no_causal_mask" in v:
+        r = v["no_causal_mask"]
+        lines.append(f"Without the mask the training loss collapses ({r['val_bits_per_char_as_trained']:.3f} bits/char "
+                     f"as trained) because each position can read the token it predicts; scored honestly, with only "
+                     f"the past visible, it reaches {r['val_bits_per_char']:.3f}.")
+    return "\n\n".join(lines)
