@@ -213,14 +213,16 @@ def build(explorer: Explorer) -> gr.Blocks:
         t, k, p = sampling_settings(temperature, top_k, top_p)
         max_new = clamp(max_new, 1, MAX_NEW_TOKENS, int, "max_new_tokens")
         seed = clamp(seed, 0, 2**31 - 1, int, "seed")
-        pieces, bars = [], None
+        pieces, tokens, bars = [], [], None
         for i, step in enumerate(explorer.need_gpt().generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed)):
             pieces.append((step.text, step.prob))
+            tokens.append((step.piece, step.prob))
             if i % 4 == 0 or i == max_new - 1:        # bars every few tokens keep the stream light
                 bars = sampling_figs.next_token_bars(step.logits, piece, temperature=t, top_k=k, top_p=p,
                                                      projector=projector)
-            yield note, probability_html(pieces), bars
-        yield note, probability_html(pieces), bars
+            yield note, probability_html(pieces), bars, gr.skip()
+        # at the end, the same tokens as a figure (hover details, PNG export)
+        yield note, probability_html(pieces), bars, sampling_figs.generated_tokens(tokens, projector=projector)
 
     @friendly
     def kv_cache(prompt):
@@ -380,6 +382,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                     stop = gr.Button("Stop", elem_id="stop")
                 bars = plot("bars-plot")
                 generated = gr.HTML(elem_id="generated")
+                generated_plot = plot("generated-plot")
                 kv_button = gr.Button("Measure the KV cache", size="sm", elem_id="kv-button")
                 kv_text = gr.Markdown(elem_id="kv-result")
             with gr.Tab("Translate", id="translate") as tab_translate:
@@ -491,7 +494,8 @@ def build(explorer: Explorer) -> gr.Blocks:
         for event in (tab_positional.select, pe_d.release, pe_len.release):
             event(friendly(render_formula), pe_inputs, formula_out, api_visibility="private")
         gen_event = go_button.click(generate, [prompt, temperature, top_k, top_p, max_new, seed, projector],
-                                    [note, generated, bars], api_name="generate", concurrency_limit=2)
+                                    [note, generated, bars, generated_plot], api_name="generate",
+                                    concurrency_limit=2)
         stop.click(None, None, None, cancels=[gen_event], api_visibility="private")
         kv_button.click(kv_cache, prompt, kv_text, api_name="kv_cache", concurrency_limit=1)
         preset.change(size_calculator, [preset] + calc + [projector], size_out, api_name="size")
