@@ -73,7 +73,7 @@ class Explorer:
     def __init__(self, gpt: GPT | None, translator: Translator | None, cache_size: int = 32):
         self.gpt, self.translator = gpt, translator
         self.traces, self.translations = LRU(cache_size), LRU(cache_size)
-        self.snapshot_models = LRU(4)
+        self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
 
     def need_gpt(self) -> GPT:
         if self.gpt is None:
@@ -124,7 +124,7 @@ class Explorer:
         from . import load
         paths = self.snapshots()
         path = paths[clamp(index, 0, len(paths) - 1, int, "snapshot")]
-        model = self.snapshot_models.get(str(path), lambda: load(str(path), device=str(self.gpt.device)))
+        model = self.extra_models.get(str(path), lambda: load(str(path), device=str(self.gpt.device)))
         text, _ = clean_prompt(prompt)
         return path, self.traces.get((str(path), text, True, ()), lambda: model.trace(text))
 
@@ -140,7 +140,7 @@ class Explorer:
         folder = EXPERIMENTS / "no_causal_mask"
         if not (folder / "config.json").is_file():
             raise PromptError("the no-mask model is not there: run `python -m toyviz.experiments`")
-        return self.snapshot_models.get(str(folder), lambda: load(str(folder), device=str(self.need_gpt().device)))
+        return self.extra_models.get(str(folder), lambda: load(str(folder), device=str(self.need_gpt().device)))
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = 48) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""
