@@ -1,35 +1,56 @@
-"""A real browser (Debian's Chromium driven by Playwright) clicks through the app.
+"""A real browser — Debian's Chromium driven by Playwright — clicks through the app (shipped models).
 
-Skipped when Chromium is absent; `.ci/run` installs it. Screenshots land in screenshots/ (ignored by git).
+Skipped when /usr/lib/chromium/chromium or the shipped checkpoints are absent; never runs
+`playwright install`. Screenshots, one per tab and a few of states, land in screenshots/ at the
+repository root (git-ignored). Every wait is bounded; the whole module takes about a minute.
 """
 import os
-from pathlib import Path
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
+
+import re
+from pathlib import Path
 
 import pytest
 
-import app
 from toyviz.checkpoint import CHECKPOINTS
+from toyviz.explorer import EXPERIMENTS
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
-TABS = [("Tokens", "tokens-plot"), ("Positions", "pe-plot"), ("Attention", "attn-grid-plot"),
-        ("Inside a head", "leak-plot"), ("Layer norm", "ln-heat-plot"), ("Residual stream", "res-norm-plot"),
-        ("Sample", "bars-plot"), ("Translate", "cross-plot"), ("Model", "params-plot")]
-WAIT = 45_000                                   # ms; the first plotly render alone takes ~3 s
+WAIT = 30_000                     # ms for any one expectation; the first plotly render alone takes ~3 s
+# (tab label, tab id, elem_id of the tab's first figure, text its title shows)
+TABS = [("Tokens", "tokens", "tokens-plot", "tokens"),
+        ("Positions", "positional", "pe-plot", "positions"),
+        ("Attention", "attention", "attn-grid-plot", "All heads"),
+        ("Inside a head", "inside", "head-steps-plot", "step by step"),
+        ("Layer norm", "layernorm", "ln-heat-plot", "LayerNorm"),
+        ("Residual stream", "residual", "res-norm-plot", "Residual stream"),
+        ("Sample", "sample", "bars-plot", "Next token"),
+        ("Translate", "translate", "cross-plot", "attention"),
+        ("Experiments", "experiments", "exp-curves-plot", None),          # any title
+        ("Model", "model", "params-plot", "Parameters")]
+EXPERIMENTS_READY = ((EXPERIMENTS / "results.json").is_file()
+                     and (EXPERIMENTS / "no_causal_mask" / "config.json").is_file())
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
-              pytest.mark.skipif(not (CHECKPOINTS / "gpt" / "config.json").is_file(), reason="no shipped checkpoints")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian's chromium is not installed at {CHROMIUM} "
+                                                           "(apt-get install chromium)"),
+    pytest.mark.skipif(not (CHECKPOINTS / "gpt" / "config.json").is_file(),
+                       reason="checkpoints/gpt is missing: run `python -m toyviz.train gpt`"),
+    pytest.mark.skipif(not (CHECKPOINTS / "translator" / "config.json").is_file(),
+                       reason="checkpoints/translator is missing: run `python -m toyviz.train translator`"),
+]
 
 
 @pytest.fixture(scope="module")
 def url():
+    import app
     demo = app.build(app.load_explorer("gpt", "translator", "cpu"))
-    demo.queue(default_concurrency_limit=4)
+    demo.queue(default_concurrency_limit=4, max_size=64)
     _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
-                                css=app.CSS)
+                                show_error=True, css=app.CSS)
     yield address
     demo.close()
 
@@ -38,7 +59,7 @@ def url():
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000,
                               args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                                     "--disable-background-networking", "--disable-component-update"])
         yield b
@@ -47,65 +68,172 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(WAIT)
+    page.errors = []
+    page.on("pageerror", lambda err: page.errors.append(str(err)))
     yield page
     page.close()
+
+
+def expect():
+    from playwright.sync_api import expect as playwright_expect
+    return playwright_expect
 
 
 def title(page, elem_id):
     return page.locator(f"#{elem_id} .gtitle").first
 
 
-def test_every_tab_draws_its_figures(url, page):
-    from playwright.sync_api import expect
+def error_toasts(page) -> list[str]:
+    return [t.strip() for t in page.locator(".toast-body.error").all_text_contents()]
+
+
+def settle(page):
+    """Wait until no event is pending (Gradio dims the outputs of a running event and shows an ETA bar;
+    an output whose event failed keeps its tracker, showing "Error")."""
+    page.wait_for_function("() => document.querySelectorAll("
+                           "'.eta-bar, .wrap.default:not(.hide):not(:has(.error))').length === 0", timeout=WAIT)
+
+
+def shot(page, name):
+    settle(page)
     SHOTS.mkdir(exist_ok=True)
-    page.goto(url, wait_until="domcontentloaded")
-    expect(title(page, "attn-plot")).to_contain_text("layer 0", timeout=WAIT)
-    for name, plot_id in TABS:
-        page.get_by_role("tab", name=name).click()
-        expect(title(page, plot_id)).not_to_be_empty(timeout=WAIT)
-        page.screenshot(path=str(SHOTS / f"tab-{name.lower().replace(' ', '-')}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def open_app(page, url, query=""):
+    page.goto(url + query, wait_until="domcontentloaded", timeout=60_000)
+
+
+def test_every_tab_draws_its_first_figure(url, page):
+    open_app(page, url)
+    expect()(title(page, "attn-plot")).to_contain_text("layer 0, head 0", timeout=WAIT)     # the default tab
+    for label, tab_id, plot_id, words in TABS:
+        page.get_by_role("tab", name=label, exact=True).click()
+        if tab_id == "experiments" and not EXPERIMENTS_READY:
+            # no results yet: the tab must say how to get them rather than stay silently empty
+            expect()(page.locator(".toast-body.error").last).to_contain_text("python -m toyviz.experiments",
+                                                                            timeout=WAIT)
+        else:
+            if words is None:
+                expect()(title(page, plot_id)).not_to_be_empty(timeout=WAIT)
+            else:
+                expect()(title(page, plot_id)).to_contain_text(words, timeout=WAIT)
+            assert page.locator(f"#{plot_id} .js-plotly-plot .main-svg").count() > 0
+        shot(page, f"tab-{tab_id}")
+    unexpected = [t for t in error_toasts(page) if "toyviz.experiments" not in t]
+    assert not unexpected, unexpected
+    assert not page.errors, page.errors
 
 
 def test_temperature_slider_redraws_the_bars(url, page):
-    from playwright.sync_api import expect
-    page.goto(url + "?tab=sample", wait_until="domcontentloaded")
-    expect(title(page, "bars-plot")).to_contain_text("temperature 0.8", timeout=WAIT)
+    open_app(page, url, "?tab=sample")
+    bars = title(page, "bars-plot")
+    expect()(bars).to_contain_text("temperature 0.8", timeout=WAIT)
     page.locator("#temperature input[type=range]").fill("1.5")
-    expect(title(page, "bars-plot")).to_contain_text("temperature 1.5", timeout=WAIT)
+    expect()(bars).to_contain_text("temperature 1.5", timeout=WAIT)
+    page.locator("#temperature input[type=range]").fill("0")
+    expect()(bars).to_contain_text("temperature 0,", timeout=WAIT)
+    assert not error_toasts(page)
 
 
-def test_generation_streams_text(url, page):
-    from playwright.sync_api import expect
-    page.goto(url + "?tab=sample&max_new=30", wait_until="domcontentloaded")
-    expect(title(page, "bars-plot")).not_to_be_empty(timeout=WAIT)
+def test_generation_streams_text_into_the_page(url, page):
+    max_new = 40
+    open_app(page, url, f"?tab=sample&max_new={max_new}")
+    expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)
+    # record how many tokens the page shows each time #generated changes: a stream shows them one by one
+    page.evaluate("""() => {
+        window.__counts = [];
+        const target = document.querySelector('#generated');
+        new MutationObserver(() => window.__counts.push(target.querySelectorAll('.token-prob').length))
+            .observe(target, {childList: true, subtree: true, characterData: true});
+    }""")
     page.locator("#generate").click()
-    expect(page.locator("#generated .token-prob").nth(5)).to_be_attached(timeout=WAIT)
-    expect(page.locator("#generated .token-prob")).to_have_count(30, timeout=WAIT)
-    page.screenshot(path=str(SHOTS / "generated.png"), full_page=True)
+    tokens = page.locator("#generated .token-prob")
+    expect()(tokens).to_have_count(max_new, timeout=60_000)
+    text = page.locator("#generated-text").inner_text()
+    assert text.strip(), "the generated text is empty"
+    counts = page.evaluate("window.__counts")
+    assert any(0 < c < max_new for c in counts), f"no partial result was shown: {sorted(set(counts))}"
+    expect()(title(page, "generated-plot")).not_to_be_empty(timeout=WAIT)
+    shot(page, "generated")
+    assert not error_toasts(page)
 
 
-def test_translation_shows_cross_attention(url, page):
-    from playwright.sync_api import expect
-    page.goto(url + "?tab=translate", wait_until="domcontentloaded")
+def test_translation_shows_spanish_and_cross_attention(url, page):
+    open_app(page, url, "?tab=translate")
+    expect()(title(page, "cross-plot")).to_contain_text("attention", timeout=WAIT)
     page.locator("#source textarea").fill("The Lord is my shepherd.")
     page.locator("#translate").click()
-    expect(page.locator("#spanish textarea")).to_have_value("El Señor es mi pastor.", timeout=WAIT)
-    expect(title(page, "cross-plot")).to_contain_text("ross", timeout=WAIT)
+    expect()(page.locator("#spanish textarea")).to_have_value("El Señor es mi pastor.", timeout=WAIT)
+    expect()(title(page, "cross-plot")).to_contain_text("Cross attention", timeout=WAIT)
+    expect()(title(page, "candidates-plot")).to_contain_text("Decoding", timeout=WAIT)
+    shot(page, "translated")
+    assert not error_toasts(page)
 
 
-def test_deep_link_and_projector_mode(url, page):
-    from playwright.sync_api import expect
-    page.goto(url + "?tab=attention&layer=1&head=2", wait_until="domcontentloaded")
-    head_title = title(page, "attn-plot")
-    expect(head_title).to_contain_text("layer 1, head 2", timeout=WAIT)
-    download = page.locator("#attn-plot .js-plotly-plot").evaluate("e => e._context.toImageButtonOptions")
-    assert download["scale"] == 2 and download["filename"] == "toyviz-attention-L1-H2-probs"
-    size = lambda: float(head_title.evaluate("e => parseFloat(getComputedStyle(e).fontSize)"))
-    before = size()
+def test_deep_link_opens_layer_and_head(url, page):
+    open_app(page, url, "?tab=attention&layer=1&head=2")
+    head = title(page, "attn-plot")
+    expect()(head).to_contain_text("layer 1", timeout=WAIT)
+    expect()(head).to_contain_text("head 2", timeout=WAIT)
+    expect()(page.locator("#layer input[type=number]")).to_have_value("1", timeout=WAIT)
+    expect()(page.locator("#head input[type=number]")).to_have_value("2", timeout=WAIT)
+    options = page.locator("#attn-plot .js-plotly-plot").evaluate("e => e._context.toImageButtonOptions")
+    assert options["scale"] == 2 and options["filename"] == "toyviz-attention-L1-H2-probs"
+    # the "Copy link" button writes the same view back
+    page.locator("#copy-link").click()
+    expect()(page.locator("#link textarea, #link input").first).to_have_value(
+        re.compile(r"tab=attention.*layer=1.*head=2"), timeout=WAIT)
+    shot(page, "deep-link")
+    assert not error_toasts(page)
+
+
+FONT_SIZES = """() => { const size = s => { const e = document.querySelector(s);
+                                                return e ? parseFloat(getComputedStyle(e).fontSize) : null; };
+    return {title: size('#attn-plot .gtitle'), ticks: size('#attn-plot .xtick text'), prompt: size('#prompt textarea'),
+            explanation: size('#tabs .prose p'), label: size('#prompt [data-testid=block-info]'),
+            tab: size('[role=tab]'), button: size('#run'), table: size('#head-labels td')}; }"""
+
+
+def projector_sizes(page, url, query="?tab=attention"):
+    """Computed font sizes (px) of the page's parts, before and after switching projector mode on."""
+    open_app(page, url, query)
+    expect()(title(page, "attn-plot")).to_contain_text("layer 0", timeout=WAIT)
+    settle(page)
+    before = page.evaluate(FONT_SIZES)
     page.locator("#projector input[type=checkbox]").check()
-    expect(page.locator("body")).to_have_class("projector", timeout=WAIT)
-    page.wait_for_function(f"() => parseFloat(getComputedStyle(document.querySelector('#attn-plot .gtitle')).fontSize) > {before}",
-                           timeout=WAIT)
-    assert size() > before
-    page.screenshot(path=str(SHOTS / "projector.png"), full_page=True)
+    expect()(page.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)
+    page.wait_for_function(f"() => parseFloat(getComputedStyle(document.querySelector('#attn-plot .gtitle'))"
+                           f".fontSize) > {before['title']}", timeout=WAIT)
+    settle(page)
+    return before, page.evaluate(FONT_SIZES)
+
+
+def test_projector_mode_makes_fonts_larger(url, page):
+    before, after = projector_sizes(page, url)
+    for part in ("title", "ticks", "prompt"):                    # the figures are redrawn with larger fonts
+        assert after[part] > before[part], (part, before, after)
+    shot(page, "projector")
+    page.locator("#projector input[type=checkbox]").uncheck()
+    page.wait_for_function(f"() => parseFloat(getComputedStyle(document.querySelector('#attn-plot .gtitle'))"
+                           f".fontSize) <= {before['title']}", timeout=WAIT)
+    assert "projector" not in (page.locator("body").get_attribute("class") or "")
+
+
+@pytest.mark.xfail(strict=True, reason="app.py CSS bug: projector mode leaves the explanations, labels, tab names, "
+                                       "buttons and the head table at 14-16 px; `.projector label`/`.gr-button` do "
+                                       "not match Gradio 6's markup (remove this mark once fixed)")
+def test_projector_mode_enlarges_the_text_around_the_figures_too(url, page):
+    before, after = projector_sizes(page, url)
+    smaller = {part: (before[part], after[part]) for part in ("explanation", "label", "tab", "button", "table")
+               if not after[part] > before[part]}
+    assert not smaller, f"not enlarged (px before, after): {smaller}"
+
+
+def test_projector_deep_link(url, page):
+    open_app(page, url, "?tab=sample&projector=1")
+    expect()(page.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)
+    expect()(page.locator("#projector input[type=checkbox]")).to_be_checked(timeout=WAIT)
+    expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)

@@ -1,34 +1,279 @@
-from urllib.parse import parse_qsl
+"""Deep links: the view written into the URL query and read back.
+
+`toyviz.links` alone (parse/build), then the app's own two ends of it — `make_link` (the
+"Copy link" button, API /link) and `restore` (run on page load with the URL's query) — called
+in-process on an app built from the tiny checkpoints: every control a link sets must receive a
+value it accepts, or the page opens on an error.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import pytest
 
 from toyviz import links
+from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS
+
+ROOT = Path(__file__).resolve().parent.parent
+CHANGED = dict(prompt="ROMEO: 🤖 café & co?=#frag /path%20x+y ‮rtl", layer=3, head=2, mode="scores", query=5,
+               temperature=1.25, top_k=7, top_p=0.5, seed=42, max_new=12, text="The Lord is my shepherd; & = ?",
+               beam=3, snapshot=1, projector=True)
+# model-independent ranges of the controls (app.py's sliders); layer/head/query/snapshot depend on the model
+RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
+          "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
+          "query": (-1, None), "snapshot": (-1, None)}
 
 
-def round_trip(state):
-    query = links.build(state)
-    assert query.startswith("?")
-    return links.parse(dict(parse_qsl(query[1:])))
+def query_of(link: str) -> dict:
+    assert link.startswith("?"), link
+    return dict(parse_qsl(link[1:], keep_blank_values=True))
 
 
+def round_trip(state: dict) -> dict:
+    return links.parse(query_of(links.build(state)))
+
+
+# ------------------------------------------------------------------------ parse / build ----
 @pytest.mark.parametrize("tab", links.TABS)
-def test_every_tab_and_control_round_trips(tab):
-    state = dict(links.DEFAULTS, tab=tab, prompt="ROMEO: 🤖 café & co?=", layer=3, head=2, mode="scores", query=5,
-                 temperature=1.25, top_k=7, top_p=0.5, seed=42, max_new=12, text="The Lord is my shepherd.",
-                 beam=3, snapshot=1, projector=True)
+def test_every_tab_with_every_control_changed_round_trips(tab):
+    state = dict(links.DEFAULTS, tab=tab, **CHANGED)
     assert round_trip(state) == state
 
 
-def test_defaults_make_short_links():
+@pytest.mark.parametrize("key", [k for k in links.DEFAULTS if k != "tab"])
+def test_each_control_round_trips_on_its_own(key):
+    state = dict(links.DEFAULTS, **{key: CHANGED[key]})
+    link = links.build(state)
+    assert set(query_of(link)) == {"tab", key}                  # only what differs from the defaults
+    assert round_trip(state) == state
+
+
+@pytest.mark.parametrize("tab", links.TABS)
+def test_every_tab_alone_round_trips(tab):
+    state = dict(links.DEFAULTS, tab=tab)
+    assert links.build(state) == f"?tab={tab}"
+    assert round_trip(state) == state
+
+
+def test_defaults_make_short_links_and_nothing_parses_to_the_defaults():
     assert links.build(dict(links.DEFAULTS)) == "?tab=attention"
+    assert links.parse({}) == links.DEFAULTS and links.parse(None) == links.DEFAULTS
 
 
-def test_junk_falls_back_to_defaults_and_unknown_keys_are_ignored():
-    state = links.parse({"tab": "nope", "layer": "x", "temperature": "nan", "mode": "<script>", "evil": "1",
-                         "top_p": "0.3"})
-    expected = dict(links.DEFAULTS, top_p=0.3)
-    assert state == expected
+def test_types_survive_the_round_trip():
+    state = round_trip(dict(links.DEFAULTS, **CHANGED))
+    for key, default in links.DEFAULTS.items():
+        assert type(state[key]) is type(default), key
+
+
+def test_a_link_is_only_a_query_string():
+    link = links.build(dict(links.DEFAULTS, tab="sample", **CHANGED))
+    parts = urlsplit("http://host/app/" + link)
+    assert parts.path == "/app/" and parts.fragment == "" and parts.query == link[1:]
+    assert link.isascii() and " " not in link and "#" not in link      # survives copy/paste into any chat
+
+
+def test_a_link_survives_a_restart():
+    """Nothing server-side: a fresh interpreter reads the same view from the same link."""
+    state = dict(links.DEFAULTS, tab="translate", **CHANGED)
+    link = links.build(state)
+    code = ("import json, sys; from urllib.parse import parse_qsl; from toyviz import links; "
+            "print(json.dumps(links.parse(dict(parse_qsl(sys.argv[1][1:])))))")
+    out = subprocess.run([sys.executable, "-c", code, link], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         check=True)
+    assert json.loads(out.stdout) == state
+
+
+def test_unknown_keys_are_ignored():
+    state = links.parse({"evil": "1", "__proto__": "x", "Layer": "3", "tab ": "model", "utm_source": "mail",
+                         "layer": "2"})
+    assert state == dict(links.DEFAULTS, layer=2)
+    assert links.build(dict(links.DEFAULTS, evil="<script>", secret="x")) == "?tab=attention"
 
 
 def test_a_link_cannot_carry_a_novel():
     assert len(links.parse({"prompt": "a" * 10_000})["prompt"]) == 2000
+    assert len(links.parse({"text": "b" * 10_000})["text"]) == 2000
+
+
+@pytest.mark.xfail(strict=True, reason="links.py bug: build() writes the whole prompt (a 50 000-character prompt "
+                                       "gives a 50 KB link, over the ~8 KB URL limit of common proxies) though "
+                                       "parse() keeps 2000 characters; cut prompt/text to 2000 in build too (remove "
+                                       "this mark once fixed)")
+def test_a_long_prompt_gives_a_link_that_round_trips_to_what_parse_keeps():
+    state = dict(links.DEFAULTS, prompt="word " * 10_000)
+    link = links.build(state)
+    assert len(link) < 8000, len(link)
+    assert round_trip(state)["prompt"] == state["prompt"][:2000]
+
+
+JUNK_OK = {   # junk that falls back to the default today
+    "tab": ["nope", "", "ATTENTION", "../model"], "mode": ["<script>", "", "PROBS"],
+    "layer": ["x", "", "0x10", "1,5"], "head": ["two"], "query": ["-"], "temperature": ["nan", "hot", "NaN"],
+    "top_k": ["ten"], "top_p": ["abc"], "seed": ["1e", "None"], "max_new": ["[]"], "beam": ["0x10"],
+    "snapshot": ["last"],
+}
+NOT_FINITE = {"layer": ["inf", "1e999"], "seed": ["-inf"], "max_new": ["1e400"], "temperature": ["inf", "-inf"],
+              "top_p": ["-inf", "1e999"]}
+OUT_OF_RANGE = {"temperature": ["5", "-1"], "top_k": ["-5", "1000000"], "top_p": ["0", "7"], "seed": ["1e30", "-1"],
+                "beam": ["1000", "0"], "max_new": ["0", "1000000"], "layer": ["-1"], "head": ["-3"],
+                "query": ["-7"], "snapshot": ["-9"]}
+
+
+def accepted(key, value) -> bool:
+    """A value its control takes: the default's type, finite, inside the control's range."""
+    default = links.DEFAULTS[key]
+    if type(value) is not type(default):
+        return False
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        low, high = RANGES[key]
+        return math.isfinite(value) and value >= low and (high is None or value <= high)
+    return value in links.CHOICES.get(key, [value])
+
+
+def cases(table):
+    return [(k, v) for k, values in table.items() for v in values]
+
+
+@pytest.mark.parametrize("key,raw", cases(JUNK_OK))
+def test_junk_falls_back_to_the_default(key, raw):
+    assert links.parse({key: raw}) == links.DEFAULTS
+
+
+def refused(table) -> list[str]:
+    """The cases of `table` that parse() does not turn into a value their control accepts (or that raise)."""
+    problems = []
+    for key, raw in cases(table):
+        try:
+            value = links.parse({key: raw})[key]
+        except Exception as err:                                    # noqa: BLE001 — parse must never raise
+            problems.append(f"{key}={raw}: raises {type(err).__name__}: {err}")
+            continue
+        if not accepted(key, value):
+            problems.append(f"{key}={raw} → {value!r}")
+    return problems
+
+
+@pytest.mark.xfail(strict=True, reason="links.py bug: infinities are not junk to parse(): an int field raises "
+                                       "OverflowError (parse must never raise), a float field keeps inf; the page "
+                                       "then opens on an error or draws nothing (remove this mark once fixed)")
+def test_infinities_fall_back_and_never_raise():
+    assert not refused(NOT_FINITE)
+
+
+@pytest.mark.xfail(strict=True, reason="links.py bug: out-of-range numbers are kept (temperature=5, seed=1e30, "
+                                       "beam=0 …); the slider refuses them on page load (seed=1e30 even breaks the "
+                                       "page: 'Integer exceeds 64-bit range') — clamp or fall back (remove this mark "
+                                       "once fixed)")
+def test_out_of_range_numbers_are_clamped_or_fall_back():
+    assert not refused(OUT_OF_RANGE)
+
+
+@pytest.mark.xfail(strict=True, reason="links.py bug: an empty prompt/text in a link is kept, so the page opens on "
+                                       "'The prompt is empty' (remove this mark once fixed)")
+def test_an_empty_prompt_in_a_link_falls_back():
+    kept = {(key, raw): links.parse({key: raw})[key] for key, raw in
+            [("prompt", ""), ("prompt", "   "), ("text", ""), ("text", "\n\t")]}
+    assert all(value == links.DEFAULTS[key] for (key, _), value in kept.items()), kept
+
+
+def test_parse_takes_any_mapping_of_any_values():
+    assert links.parse({"layer": 3, "projector": True, "temperature": 1.5}) == dict(links.DEFAULTS, layer=3,
+                                                                                    projector=True, temperature=1.5)
+    assert links.parse([("tab", "model")])["tab"] == "model"
+    for value in ("1", "true", "yes", "on", "TRUE"):
+        assert links.parse({"projector": value})["projector"] is True
+    for value in ("0", "false", "no", "off", ""):
+        assert links.parse({"projector": value})["projector"] is False
+
+
+# --------------------------------------------------------------- the app's two ends of a link ----
+@pytest.fixture(scope="module")
+def link_ends(tiny_checkpoints):
+    """(make_link, restore, restore's output components) from an app built on the tiny models."""
+    import app
+    demo = app.build(app.load_explorer(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
+    fns = {getattr(f.fn, "__name__", ""): f for f in demo.fns.values()}
+    yield fns["make_link"].fn, fns["restore"].fn, fns["restore"].outputs
+    demo.close()
+
+
+def restore(fn, query: dict):
+    return fn(types.SimpleNamespace(query_params=query))
+
+
+def control_accepts(component, value) -> str:
+    """'' when the component takes the value as the page would send it back, else why not."""
+    import gradio as gr
+    kind = type(component).__name__
+    if isinstance(component, gr.Slider):
+        if not (isinstance(value, (int, float)) and math.isfinite(value)):
+            return f"{kind} {component.label!r}: {value!r} is not a finite number"
+        if not component.minimum <= value <= component.maximum:
+            return f"{kind} {component.label!r}: {value!r} outside [{component.minimum}, {component.maximum}]"
+    elif isinstance(component, gr.Number):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and abs(value) < 2**53):
+            return f"{kind} {component.label!r}: {value!r} cannot travel as JSON"
+    elif isinstance(component, gr.Radio):
+        if value not in [c[1] if isinstance(c, tuple) else c for c in component.choices]:
+            return f"{kind} {component.label!r}: {value!r} not a choice"
+    elif isinstance(component, gr.Textbox):
+        if not (isinstance(value, str) and value.strip()):
+            return f"{kind} {component.label!r}: {value!r} is empty"
+    elif isinstance(component, gr.Checkbox):
+        if not isinstance(value, bool):
+            return f"{kind} {component.label!r}: {value!r} is not a bool"
+    return ""
+
+
+@pytest.mark.parametrize("tab", links.TABS)
+def test_the_app_restores_what_its_copy_link_button_wrote(link_ends, tab):
+    make_link, restore_fn, _ = link_ends
+    values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True]
+    link = make_link(*values)
+    out = restore(restore_fn, query_of(link))
+    assert out[0].selected == tab                                     # the gr.Tabs update
+    assert list(out[1:]) == values
+
+
+def test_restore_ignores_unknown_keys_and_fills_defaults(link_ends):
+    _, restore_fn, _ = link_ends
+    out = restore(restore_fn, {"evil": "<script>", "tab": "model"})
+    assert out[0].selected == "model" and out[2] == links.DEFAULTS["prompt"] and out[3] == 0
+
+
+def test_every_control_accepts_what_a_plain_link_gives_it(link_ends):
+    _, restore_fn, outputs = link_ends
+    out = restore(restore_fn, {"tab": "inside", "layer": "1", "head": "3", "query": "5", "temperature": "0.3"})
+    problems = [p for c, v in zip(outputs[1:], out[1:]) if (p := control_accepts(c, v))]
+    assert not problems, problems
+
+
+@pytest.mark.xfail(strict=True, reason="links.py/app.py bug: restore() hands junk straight to the controls: layer=99 "
+                                       "→ 'Value 99 is greater than maximum value 1' on load, temperature=inf draws "
+                                       "nothing, seed=1e30 breaks the page, layer=1e999 raises OverflowError; clamp "
+                                       "each value to its control's range in restore (remove this mark once fixed)")
+def test_every_control_accepts_what_a_junk_link_gives_it(link_ends):
+    _, restore_fn, outputs = link_ends
+    junk = {"layer": "99", "head": "-5", "query": "99999", "temperature": "inf", "top_k": "-5", "top_p": "0",
+            "seed": "1e30", "max_new": "0", "beam": "1000", "snapshot": "99", "prompt": " ", "text": ""}
+    problems = []
+    for key, raw in [*junk.items(), ("all", None)]:
+        try:
+            out = restore(restore_fn, junk if raw is None else {key: raw})
+        except Exception as err:                                    # noqa: BLE001 — reported below
+            problems.append(f"{key}={raw}: {type(err).__name__}: {err}")
+            continue
+        problems += [f"{key}={raw}: {p}" for c, v in zip(outputs[1:], out[1:]) if (p := control_accepts(c, v))]
+    try:
+        restore(restore_fn, {"layer": "1e999"})
+    except Exception as err:                                        # noqa: BLE001
+        problems.append(f"layer=1e999: {type(err).__name__}: {err}")
+    assert not problems, problems
