@@ -138,7 +138,8 @@ def build(explorer: Explorer) -> gr.Blocks:
         kind = cfg.positional
         table = gpt.model.pos_emb.weight if kind == "learned" else None
         encoding = tr.positional if tr.positional is not None else toyviz.sinusoidal_encoding(len(tr.tokens), cfg.d_model)
-        dims = [0, 1, 8, 9, min(64, cfg.d_model - 2), min(65, cfg.d_model - 1)]
+        dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, cfg.d_model - 2), min(65, cfg.d_model - 1))
+                                  if d < cfg.d_model))          # a d_model under 10 has fewer dimensions
         return (note, positional_figs.model_encoding(tr, kind, table=table, projector=projector),
                 positional_figs.dimension_curves(encoding, dims, projector=projector),
                 positional_figs.similarity_heatmap(encoding, metric, tokens=tr.tokens, projector=projector))
@@ -197,7 +198,8 @@ def build(explorer: Explorer) -> gr.Blocks:
                 residual_figs.logit_attribution(tr, gpt.model, piece, position, projector=projector))
 
     def sampling_settings(temperature, top_k, top_p):
-        return (clamp(temperature, 0.0, 2.0, float, "temperature"), clamp(top_k, 0, cfg.vocab_size, int, "top_k"),
+        return (clamp(temperature, 0.0, 2.0, float, "temperature"),
+                clamp(top_k, 0, explorer.need_gpt().config.vocab_size, int, "top_k"),
                 clamp(top_p, 0.01, 1.0, float, "top_p"))
 
     @friendly
@@ -243,7 +245,7 @@ def build(explorer: Explorer) -> gr.Blocks:
 
     @friendly
     def render_model(prompt, snapshot, x_axis, projector):
-        counts = count_parameters(gpt.model)
+        counts = count_parameters(explorer.need_gpt().model)
         history = explorer.history()
         paths = explorer.snapshots()
         path, tr = explorer.snapshot_trace(snapshot if snapshot >= 0 else len(paths) - 1, prompt)
