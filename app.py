@@ -239,7 +239,13 @@ def build(explorer: Explorer) -> gr.Blocks:
     def translate(text, beam, kind, layer, head, projector):
         out, note = explorer.translate(text, beam)
         choose = lambda v: None if v in (None, "average") else int(v)
-        return (note, out.text, translation_figs.translation_attention(out.trace, kind, choose(layer), choose(head),
+        layer = choose(layer)
+        cfg_t = explorer.translator.config
+        depth = cfg_t.n_encoder_layer if kind == "encoder" else cfg_t.n_decoder_layer
+        if layer is not None and layer >= depth:      # one dropdown serves stacks of different depths
+            note = f"{note}\n\nThe {'encoder' if kind == 'encoder' else 'decoder'} has {depth} layers: showing its last."
+            layer = depth - 1
+        return (note, out.text, translation_figs.translation_attention(out.trace, kind, layer, choose(head),
                                                                         projector=projector),
                 translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector))
 
@@ -400,8 +406,9 @@ def build(explorer: Explorer) -> gr.Blocks:
                 tr_cfg = explorer.translator.config if explorer.translator else None
                 with gr.Row():
                     attention_kind = gr.Radio(["cross", "encoder", "decoder"], value="cross", label="attention")
-                    tr_layer = gr.Dropdown(["average"] + [str(i) for i in range(tr_cfg.n_decoder_layer if tr_cfg else 1)],
-                                           value="average", label="layer")
+                    tr_depth = max(tr_cfg.n_encoder_layer, tr_cfg.n_decoder_layer) if tr_cfg else 1
+                    tr_layer = gr.Dropdown(["average"] + [str(i) for i in range(tr_depth)], value="average",
+                                           label="layer")
                     tr_head = gr.Dropdown(["average"] + [str(i) for i in range(tr_cfg.n_head if tr_cfg else 1)],
                                           value="average", label="head")
                 translate_figs = [plot("cross-plot"), plot("candidates-plot")]
@@ -515,7 +522,9 @@ def build(explorer: Explorer) -> gr.Blocks:
 
         def restore(request: gr.Request):
             """Deep link: the URL query sets the tab and every control it names."""
-            s = links.parse(request.query_params if request else {})
+            s = links.parse(request.query_params if request else {},   # clamped to what the sliders take
+                            upper={"layer": layer.maximum, "head": head.maximum, "query": query.maximum,
+                                   "snapshot": snapshot.maximum})
             return (gr.Tabs(selected=s["tab"]), s["tab"], s["prompt"], s["layer"], s["head"], s["mode"], s["query"],
                     s["temperature"], s["top_k"], s["top_p"], s["seed"], s["max_new"], s["text"], s["beam"],
                     s["snapshot"], s["projector"])

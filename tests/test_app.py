@@ -486,13 +486,7 @@ def test_any_size_and_config_works(name, tmp_path, gpt_tokenizer, tiny_translato
         a.close()
 
 
-DEEPER_DECODER_BUG = pytest.mark.xfail(
-    strict=True, reason="app.py bug: the Translate tab's layer dropdown lists the decoder's layers for every attention "
-                        "kind; 'encoder' + a layer the encoder lacks answers 'index 1 is out of bounds for dimension 0' "
-                        "(remove this mark once fixed)")
-
-
-@pytest.mark.parametrize("depths", [(2, 2), pytest.param((1, 3), marks=DEEPER_DECODER_BUG), (3, 1)],
+@pytest.mark.parametrize("depths", [(2, 2), (1, 3), (3, 1)],
                          ids=["same-depth", "deeper-decoder", "deeper-encoder"])
 def test_every_translate_layer_choice_works_for_every_kind(depths, tmp_path, gpt_tokenizer, tiny_translator):
     """Each layer the Translate tab offers, for encoder, decoder and cross attention, answers with a figure."""
@@ -501,13 +495,17 @@ def test_every_translate_layer_choice_works_for_every_kind(depths, tmp_path, gpt
                                                                          context=16), overrides)
     a = App(app.load_explorer(str(folders["gpt"]), str(folders["translator"]), "cpu"))
     try:
-        choices = ["average"] + [str(i) for i in range(a.explorer.translator.config.n_decoder_layer)]
+        tc = a.explorer.translator.config
+        choices = ["average"] + [str(i) for i in range(max(tc.n_encoder_layer, tc.n_decoder_layer))]
         failures = []
         for kind in ("encoder", "decoder", "cross"):
             for layer in choices:
                 try:
-                    check_shape(a.call("The earth was formless.", 1, kind, layer, "1", False, api="/translate"),
-                                "TTPP", "/translate")
+                    out = a.call("The earth was formless.", 1, kind, layer, "1", False, api="/translate")
+                    check_shape(out, "TTPP", "/translate")
+                    depth = tc.n_encoder_layer if kind == "encoder" else tc.n_decoder_layer
+                    beyond = layer != "average" and int(layer) >= depth
+                    assert ("showing its last" in out[0]) == beyond, (kind, layer, out[0])
                 except AppError as err:
                     failures.append(f"{kind} layer {layer}: {err}")
         assert not failures, failures

@@ -103,10 +103,6 @@ def test_a_link_cannot_carry_a_novel():
     assert len(links.parse({"text": "b" * 10_000})["text"]) == 2000
 
 
-@pytest.mark.xfail(strict=True, reason="links.py bug: build() writes the whole prompt (a 50 000-character prompt "
-                                       "gives a 50 KB link, over the ~8 KB URL limit of common proxies) though "
-                                       "parse() keeps 2000 characters; cut prompt/text to 2000 in build too (remove "
-                                       "this mark once fixed)")
 def test_a_long_prompt_gives_a_link_that_round_trips_to_what_parse_keeps():
     state = dict(links.DEFAULTS, prompt="word " * 10_000)
     link = links.build(state)
@@ -161,23 +157,14 @@ def refused(table) -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(strict=True, reason="links.py bug: infinities are not junk to parse(): an int field raises "
-                                       "OverflowError (parse must never raise), a float field keeps inf; the page "
-                                       "then opens on an error or draws nothing (remove this mark once fixed)")
 def test_infinities_fall_back_and_never_raise():
     assert not refused(NOT_FINITE)
 
 
-@pytest.mark.xfail(strict=True, reason="links.py bug: out-of-range numbers are kept (temperature=5, seed=1e30, "
-                                       "beam=0 …); the slider refuses them on page load (seed=1e30 even breaks the "
-                                       "page: 'Integer exceeds 64-bit range') — clamp or fall back (remove this mark "
-                                       "once fixed)")
 def test_out_of_range_numbers_are_clamped_or_fall_back():
     assert not refused(OUT_OF_RANGE)
 
 
-@pytest.mark.xfail(strict=True, reason="links.py bug: an empty prompt/text in a link is kept, so the page opens on "
-                                       "'The prompt is empty' (remove this mark once fixed)")
 def test_an_empty_prompt_in_a_link_falls_back():
     kept = {(key, raw): links.parse({key: raw})[key] for key, raw in
             [("prompt", ""), ("prompt", "   "), ("text", ""), ("text", "\n\t")]}
@@ -256,10 +243,6 @@ def test_every_control_accepts_what_a_plain_link_gives_it(link_ends):
     assert not problems, problems
 
 
-@pytest.mark.xfail(strict=True, reason="links.py/app.py bug: restore() hands junk straight to the controls: layer=99 "
-                                       "→ 'Value 99 is greater than maximum value 1' on load, temperature=inf draws "
-                                       "nothing, seed=1e30 breaks the page, layer=1e999 raises OverflowError; clamp "
-                                       "each value to its control's range in restore (remove this mark once fixed)")
 def test_every_control_accepts_what_a_junk_link_gives_it(link_ends):
     _, restore_fn, outputs = link_ends
     junk = {"layer": "99", "head": "-5", "query": "99999", "temperature": "inf", "top_k": "-5", "top_p": "0",

@@ -1,11 +1,17 @@
 """Deep links: the view a lecturer sees, written into and read back from the URL query.
 
 Only query parameters (no server-side state), so a link keeps working after a restart.
-`parse` never raises: an unknown key is ignored and a bad value falls back to its default.
+`parse` never raises and returns only values the app's controls accept: an unknown key is
+ignored, junk (text where a number belongs, NaN, infinity, an empty prompt) falls back to its
+default, and a number outside its control's range is clamped into it — a link from a bigger
+model, or a hand-edited one, still opens on a working view.
 """
 from __future__ import annotations
 
+import math
 from urllib.parse import urlencode
+
+from .explorer import MAX_BEAM, MAX_NEW_TOKENS
 
 TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "sample", "translate", "model", "experiments")
 DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
@@ -17,29 +23,43 @@ DEFAULTS = {
     "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False,
 }
 CHOICES = {"tab": TABS, "mode": ("probs", "scores")}
+# the controls' ranges; None = up to the loaded model (its layers, heads, context, snapshots), see `parse(upper=…)`
+RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
+          "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
+          "query": (-1, None), "snapshot": (-1, None)}
+MAX_TEXT = 2000                                            # a link is no way to send a novel
 
 
-def _convert(key: str, raw: str):
+def _convert(key: str, raw: str, upper: int | None):
     default = DEFAULTS[key]
     if isinstance(default, bool):
         return raw.lower() in ("1", "true", "yes", "on")
     if isinstance(default, (int, float)):
-        value = type(default)(float(raw))
-        if value != value:                                 # NaN
+        number = float(raw)
+        if not math.isfinite(number):                      # NaN, inf, 1e999: no slider position means that
             raise ValueError(raw)
-        return value
+        low, high = RANGES[key]
+        high = upper if high is None else high
+        number = max(low, number if high is None else min(high, number))
+        return type(default)(number)
     if key in CHOICES and raw not in CHOICES[key]:
         raise ValueError(raw)
-    return raw[:2000]                                      # a link is no way to send a novel
+    if not raw.strip():                                    # the page would open on "the prompt is empty"
+        raise ValueError(raw)
+    return raw[:MAX_TEXT]
 
 
-def parse(query) -> dict:
-    """Query parameters (a mapping of str → str) → a complete view state."""
+def parse(query, upper: dict | None = None) -> dict:
+    """Query parameters (a mapping of str → str) → a complete view state.
+
+    `upper` gives the model-dependent maxima (layer, head, query, snapshot) when a model is loaded.
+    """
+    upper = upper or {}
     state = dict(DEFAULTS)
     for key, raw in dict(query or {}).items():
         if key in DEFAULTS:
             try:
-                state[key] = _convert(key, str(raw))
+                state[key] = _convert(key, str(raw), upper.get(key))
             except (TypeError, ValueError):
                 pass                                       # keep the default
     return state
@@ -47,6 +67,6 @@ def parse(query) -> dict:
 
 def build(state: dict) -> str:
     """A view state → "?tab=…&…", listing only what differs from the defaults (short links)."""
-    changed = {k: (int(v) if isinstance(v, bool) else v) for k, v in state.items()
-               if k in DEFAULTS and v != DEFAULTS[k] or k == "tab"}
+    changed = {k: (int(v) if isinstance(v, bool) else v[:MAX_TEXT] if isinstance(v, str) else v)
+               for k, v in state.items() if k in DEFAULTS and v != DEFAULTS[k] or k == "tab"}
     return "?" + urlencode(changed)
