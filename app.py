@@ -69,8 +69,18 @@ EXAMPLES = {
              "Jesus said to them, Come and eat breakfast."],
 }
 CSS = """
-.projector { font-size: 1.45rem !important; }
-.projector .gr-button, .projector label, .projector textarea, .projector input { font-size: 1.35rem !important; }
+/* Projector mode. Gradio 6 sizes text through theme variables defined on :root; the derived ones
+   (label, button, input sizes) are resolved there, so each must be set again on the body. */
+body.projector {
+  --text-xxs: 13px; --text-xs: 15px; --text-sm: 19px; --text-md: 22px; --text-lg: 25px; --text-xl: 30px;
+  --text-xxl: 36px; --prose-text-size: 22px; --prose-header-text-weight: 700;
+  --block-label-text-size: 19px; --block-title-text-size: 22px; --block-info-text-size: 19px;
+  --section-header-text-size: 22px; --checkbox-label-text-size: 20px; --input-text-size: 22px;
+  --button-small-text-size: 19px; --button-medium-text-size: 21px; --button-large-text-size: 22px;
+  font-size: 22px;
+}
+body.projector .prose, body.projector [role=tab], body.projector table, body.projector button { font-size: 22px !important; }
+body.projector [data-testid=block-info] { font-size: 19px !important; }
 .token-prob { border-radius: 3px; padding: 1px 0; white-space: pre-wrap; }
 """
 
