@@ -316,6 +316,8 @@ def test_model_figures():
     x, y = np.asarray(mem.data[0].x), np.asarray(mem.data[0].y)
     assert y[0] == 2 * 4 * 128 ** 2 * 4 and np.allclose(np.diff(np.log(y)) / np.diff(np.log(x)), 2)
     assert mem.layout.xaxis.type == "log" and mem.layout.yaxis.type == "log"
+    line, = mem.layout.shapes            # at T=256: a shape in data units, its label in log10 units (plotly.js)
+    assert line.x0 == line.x1 == 256 and mem.layout.annotations[0].x == np.log10(256)
     history = [{"step": s, "tokens": 1000 * s, "train_loss": 5 / (s + 1), **({"val_loss": 6 / (s + 1)} if s % 5 == 0 else {})}
                for s in range(20)]
     loss = model_figs.loss_curve(history, x="tokens")

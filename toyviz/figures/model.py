@@ -32,7 +32,11 @@ def attention_memory(n_head: int, *, batch: int = 1, n_layer: int = 1, lengths=N
                                 hovertemplate="T=%{x:,}: %{y:.3s}B<extra>" + name + "</extra>")
                      for name, size in (("fp32 (4 bytes)", 4), ("bf16 (2 bytes)", 2))])
     if context:
-        fig.add_vline(x=context, line_dash="dot", annotation_text=f"context {context}")
+        # on a log axis plotly.js places shapes in data units but annotations in log10 units, so
+        # add_vline's joint annotation would land at 10^context and stretch the axis
+        fig.add_vline(x=context, line_dash="dot")
+        fig.add_annotation(x=np.log10(context), y=1, yref="paper", text=f"context {context}", showarrow=False,
+                           xanchor="left", yanchor="top")
     fig.update_layout(xaxis=dict(type="log", title="sequence length T"), yaxis=dict(type="log", title="bytes"))
     return style(fig, f"Attention-matrix memory: batch {batch} × {n_head} heads × {n_layer} layer"
                       f"{'s' * (n_layer != 1)} × T²", filename="toyviz-attention-memory", projector=projector)
