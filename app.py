@@ -23,7 +23,7 @@ from gradio.components.plot import PlotData
 import toyviz
 from toyviz import links
 from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
-from toyviz.figures import config_for, standalone_html
+from toyviz.figures import config_for, message, standalone_html
 from toyviz.experiments import VARIANTS
 from toyviz.figures import attention as attention_figs
 from toyviz.figures import experiments as experiment_figs
@@ -275,15 +275,20 @@ def build(explorer: Explorer) -> gr.Blocks:
     @friendly
     def render_experiments(prompt, variants, x_axis, projector):
         results = explorer.experiment_results()
-        no_mask = explorer.no_mask_model()
         text, _ = clean_prompt(prompt)
-        sample = "".join(s.text for s in no_mask.generate(text, 40, temperature=0.0))
+        try:
+            no_mask = explorer.no_mask_model()
+        except toyviz.PromptError as err:      # the measurements can still be drawn without its weights
+            attention, sample = message(str(err), "No-mask model: attention", filename="toyviz-no-mask-attention",
+                                        projector=projector), str(err)
+        else:
+            attention = attention_figs.attention_grid(no_mask.trace(text), projector=projector)
+            continued = "".join(s.text for s in no_mask.generate(text, 40, temperature=0.0))
+            sample = f"**The no-mask model continues the prompt (greedy):** {html.escape(continued)}"
         return (experiment_figs.describe(results), experiment_figs.curves(results, variants, x_axis, projector=projector),
                 experiment_figs.final_bars(results, projector=projector),
                 experiment_figs.extrapolation(results, projector=projector),
-                experiment_figs.no_mask_bars(results, projector=projector),
-                attention_figs.attention_grid(no_mask.trace(text), projector=projector),
-                f"**The no-mask model continues the prompt (greedy):** {html.escape(sample)}")
+                experiment_figs.no_mask_bars(results, projector=projector), attention, sample)
 
     @friendly
     def size_calculator(preset, layers, heads, d_model, vocab, context, projector):

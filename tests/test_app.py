@@ -559,3 +559,23 @@ def test_without_models_the_endpoints_say_so(tmp_path):
         assert a.call(*endpoints(1, 1, 1, 1)["/link"][0], api="/link").startswith("?tab=")
     finally:
         a.close()
+
+
+def test_experiments_draw_the_measurements_when_the_no_mask_model_is_missing(tmp_path, monkeypatch, tiny_checkpoints):
+    """results.json alone is enough for the curves and bars; the no-mask panels say what is missing."""
+    import toyviz.explorer
+    shipped_results = Path(toyviz.explorer.EXPERIMENTS) / "results.json"
+    if not shipped_results.is_file():
+        pytest.skip("no shipped experiment results")
+    (tmp_path / "results.json").write_bytes(shipped_results.read_bytes())
+    monkeypatch.setattr(toyviz.explorer, "EXPERIMENTS", tmp_path)
+    demo = app.build(app.load_explorer(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
+    try:
+        render = {getattr(f.fn, "__name__", ""): f.fn for f in demo.fns.values()}["render_experiments"]
+        description, curves, bars, extrapolation, no_mask_bars, attention, sample = render(
+            PROMPT, ["baseline", "rope"], "tokens", False)
+        assert {d.name for d in curves.data} >= {"baseline", "rope"} and len(bars.data) and len(no_mask_bars.data)
+        assert "no-mask model is not there" in sample
+        assert "no-mask model is not there" in attention.layout.annotations[0].text
+    finally:
+        demo.close()
