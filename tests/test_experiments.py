@@ -63,4 +63,6 @@ def test_a_tiny_run_writes_results_of_the_documented_shape(tmp_path, monkeypatch
     import toyviz
     reloaded = toyviz.load(str(out / "no_causal_mask"), device="cpu")
     assert reloaded.config.causal is False
+    card = (out / "no_causal_mask" / "README.md").read_text()
+    assert "without the causal mask" in card and str(no_mask["val_bits_per_char_as_trained"]) in card
     assert reloaded.trace("To be, or not").attention.triu(1).sum() > 0

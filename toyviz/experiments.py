@@ -73,6 +73,17 @@ def to_bits_per_char(nats_per_token: float, chars_per_token: float) -> float:
     return nats_per_token / chars_per_token / math.log(2)
 
 
+def no_mask_card(result: dict, steps: int, device: str) -> str:
+    """The model card of the no-mask model: what it is and why its low training loss is a cheat."""
+    return (f"---\nlibrary_name: toyviz\nlicense: mit\ntags: [education, gpt, toyviz]\n---\n\n"
+            f"# toyviz experiment: a GPT trained without the causal mask\n\n"
+            f"The experiments' baseline GPT ({result['params']:,} parameters, {steps} steps on {device_name(device)}, "
+            f"`python -m toyviz.experiments`) with one change: attention may look at later tokens. On the validation "
+            f"plays it scores {result['val_bits_per_char_as_trained']} bits/char when it can see the future — it "
+            f"copies the next token — and {result['val_bits_per_char']} bits/char when each position is scored "
+            f"from its prefix alone, as generation must. Shipped only so the explorer can show what it attends to.\n")
+
+
 def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, out: Path) -> dict:
     config = replace(variant_config(name), vocab_size=tok.vocab_size)
     torch.manual_seed(seed + VARIANTS[name][2])
@@ -110,7 +121,7 @@ def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, o
         result["val_bits_per_char"] = round(bpc(honest, scored), 4)
         result["val_bits_per_char_as_trained"] = round(bpc(full, len(val_ids)), 4)
         result["honest_tokens_scored"] = scored
-        save_folder(model, {"tokenizer": tok}, out / name)
+        save_folder(model, {"tokenizer": tok}, out / name, model_card=no_mask_card(result, steps, device))
     if name in POSITIONAL:
         result["extrapolation"] = {}
         for factor in (1, 2, 4):
