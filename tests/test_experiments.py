@@ -38,7 +38,9 @@ def test_honest_scoring_never_sees_the_future():
     assert (full[0][:10] - full[1][:10]).abs().max() > 1e-3
 
 
-def test_a_tiny_run_writes_results_of_the_documented_shape(tmp_path, monkeypatch):
+@pytest.fixture
+def tiny_corpus(tmp_path, monkeypatch):
+    """A few lines of Shakespeare instead of the real split, with the evaluation made cheap."""
     from toyviz.data import shakespeare
     monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "data"))
     verse = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer. "
@@ -47,6 +49,9 @@ def test_a_tiny_run_writes_results_of_the_documented_shape(tmp_path, monkeypatch
     monkeypatch.setattr(shakespeare, "load_works", lambda: works)
     monkeypatch.setattr(experiments, "HONEST_WINDOWS", 1)
     monkeypatch.setattr(experiments, "EVAL_EVERY", 2)
+
+
+def test_a_tiny_run_writes_results_of_the_documented_shape(tmp_path, tiny_corpus):
     out = tmp_path / "exp"
     experiments.main(["--steps", "3", "--out", str(out), "--device", "cpu"])
     results = json.loads((out / "results.json").read_text())
@@ -66,3 +71,14 @@ def test_a_tiny_run_writes_results_of_the_documented_shape(tmp_path, monkeypatch
     card = (out / "no_causal_mask" / "README.md").read_text()
     assert "without the causal mask" in card and str(no_mask["val_bits_per_char_as_trained"]) in card
     assert reloaded.trace("To be, or not").attention.triu(1).sum() > 0
+
+
+def test_a_time_budget_gives_every_variant_the_steps_the_first_one_reached(tmp_path, tiny_corpus):
+    out = tmp_path / "exp"
+    experiments.main(["--minutes-per-variant", "0.0001", "--variants", "rope,baseline", "--out", str(out),
+                      "--device", "cpu"])
+    results = json.loads((out / "results.json").read_text())
+    steps = results["variants"]["rope"]["steps"]
+    assert steps >= 10 and results["variants"]["baseline"]["steps"] == steps == results["steps"]
+    assert results["tokens_per_variant"] == steps * experiments.BATCH * experiments.BASELINE.context
+    assert "--minutes-per-variant" in results["command"]

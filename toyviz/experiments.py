@@ -1,11 +1,15 @@
 """Architecture experiments: small GPTs that differ from a baseline in exactly one thing.
 
-    python -m toyviz.experiments [--steps N] [--variants baseline,rope] [--out DIR] [--device cuda] [--seed S]
+    python -m toyviz.experiments [--steps N | --minutes-per-variant M] [--variants baseline,rope] [--out DIR]
+                                 [--device cuda] [--seed S]
 
 Every variant trains on the shipped GPT's Shakespeare split (Hamlet and Twelfth Night held out),
 with the same tokenizer, seed, schedule and number of training tokens, and a parameter count within
 ±5 % of the baseline. Results go to `<out>/results.json`; the no-mask model is saved to
 `<out>/no_causal_mask/` so the app can show what it attends to.
+
+A time budget (`--minutes-per-variant`) still gives every variant the same token budget: the first
+variant trains for that long, and the number of steps it reached is used for all the others.
 """
 from __future__ import annotations
 
@@ -84,7 +88,9 @@ def no_mask_card(result: dict, steps: int, device: str) -> str:
             f"from its prefix alone, as generation must. Shipped only so the explorer can show what it attends to.\n")
 
 
-def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, out: Path) -> dict:
+def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, out: Path,
+                minutes_budget: float | None = None) -> dict:
+    """Train and evaluate one variant: `steps` optimizer steps, or (steps None) as many as fit `minutes_budget`."""
     config = replace(variant_config(name), vocab_size=tok.vocab_size)
     torch.manual_seed(seed + VARIANTS[name][2])
     model = ToyGPT(config).to(device)
@@ -98,7 +104,7 @@ def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, o
         return wrapped(x.to(device), y.to(device))[1]
 
     start = time.time()
-    history = train_loop(model, loss_fn, steps=steps, minutes=None, lr=LR, warmup=WARMUP, dist=Distributed(device),
+    history = train_loop(model, loss_fn, steps=steps, minutes=minutes_budget, lr=LR, warmup=WARMUP, dist=Distributed(device),
                          tokens_per_step=BATCH * config.context,
                          eval_fn=lambda: evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice),
                          eval_every=EVAL_EVERY)
@@ -106,7 +112,7 @@ def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, o
     bpc = lambda nats, n: to_bits_per_char(nats / n, chars_per_token)
     result = {
         "differs": VARIANTS[name][0], "config": asdict(config), "params": count_parameters(config)["total"],
-        "minutes": round(minutes, 2),
+        "minutes": round(minutes, 2), "steps": len(history),
         "train_curve": [[h["tokens"], round(to_bits_per_char(h["train_loss"], chars_per_token), 4)] for h in history],
         "val_curve": [[h["tokens"], round(to_bits_per_char(h["val_loss"], chars_per_token), 4)]
                       for h in history if "val_loss" in h],
@@ -121,7 +127,7 @@ def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, o
         result["val_bits_per_char"] = round(bpc(honest, scored), 4)
         result["val_bits_per_char_as_trained"] = round(bpc(full, len(val_ids)), 4)
         result["honest_tokens_scored"] = scored
-        save_folder(model, {"tokenizer": tok}, out / name, model_card=no_mask_card(result, steps, device))
+        save_folder(model, {"tokenizer": tok}, out / name, model_card=no_mask_card(result, len(history), device))
     if name in POSITIONAL:
         result["extrapolation"] = {}
         for factor in (1, 2, 4):
@@ -137,7 +143,10 @@ def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, o
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="optimizer steps per variant")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--steps", type=int, default=None, help=f"optimizer steps per variant (default {DEFAULT_STEPS})")
+    budget.add_argument("--minutes-per-variant", type=float, default=None,
+                        help="train the first variant this long; the others take as many steps as it reached")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset")
     parser.add_argument("--out", default=str(CHECKPOINTS / "experiments"))
     parser.add_argument("--device", default=None)
@@ -155,12 +164,16 @@ def main(argv=None):
     val_ids = torch.tensor(tok.encode(val_text), dtype=torch.long)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    steps = args.steps or (None if args.minutes_per_variant else DEFAULT_STEPS)
     results = {"command": "python -m toyviz.experiments " + " ".join(shlex.quote(a) for a in argv),
-               "device": device_name(device), "steps": args.steps, "batch": BATCH, "context": BASELINE.context,
-               "tokens_per_variant": args.steps * BATCH * BASELINE.context, "seed": args.seed, "variants": {}}
+               "device": device_name(device), "batch": BATCH, "context": BASELINE.context, "seed": args.seed,
+               "variants": {}}
     for name in names:
-        results["variants"][name] = run_variant(name, args.seed, args.steps, device, tok, train_ids, val_ids,
-                                                len(val_text), out)
+        result = run_variant(name, args.seed, steps, device, tok, train_ids, val_ids, len(val_text), out,
+                             minutes_budget=args.minutes_per_variant)
+        steps = result["steps"]                          # a time budget is fixed by the first variant
+        results.update(steps=steps, tokens_per_variant=steps * BATCH * BASELINE.context)
+        results["variants"][name] = result
         (out / "results.json").write_text(json.dumps(results, indent=1))   # each variant saved as it ends
     print(json.dumps({n: {k: v for k, v in r.items() if k in ("params", "minutes", "val_bits_per_char",
                                                                "val_bits_per_char_as_trained", "extrapolation")}
