@@ -85,6 +85,13 @@ body.projector [data-testid=block-info] { font-size: 19px !important; }
 """
 
 
+def snapshot_note(shown: str, earlier: list[str]) -> str:
+    """Which training snapshot the Model tab shows, and which others the slider reaches."""
+    if not earlier:
+        return "The **final** model (this checkpoint holds no earlier training snapshots)."
+    return f"Snapshot **{shown}** — the slider reaches {', '.join(earlier)} and the final model."
+
+
 def friendly(fn):
     """Turn input problems into a message in the page instead of a traceback."""
     @functools.wraps(fn)
@@ -269,7 +276,7 @@ def build(explorer: Explorer) -> gr.Blocks:
         return (model_figs.parameter_bars(counts, projector=projector),
                 model_figs.attention_memory(cfg.n_head, n_layer=cfg.n_layer, context=cfg.context, projector=projector),
                 model_figs.loss_curve(history, x=x_axis, projector=projector) if history else None,
-                f"Snapshot **{step}** ({len(paths)} available: {', '.join(p.name for p in paths[:-1])} and the final model)",
+                snapshot_note(step, [p.name for p in paths[:-1]]),
                 attention_figs.attention_grid(tr, projector=projector))
 
     @friendly

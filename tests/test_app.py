@@ -579,3 +579,9 @@ def test_experiments_draw_the_measurements_when_the_no_mask_model_is_missing(tmp
         assert "no-mask model is not there" in attention.layout.annotations[0].text
     finally:
         demo.close()
+
+
+def test_the_snapshot_note_names_what_the_slider_reaches():
+    assert "no earlier training snapshots" in app.snapshot_note("final", [])
+    note = app.snapshot_note("step-000340", ["step-000068", "step-000340"])
+    assert "**step-000340**" in note and "step-000068, step-000340 and the final model" in note

@@ -208,6 +208,9 @@ def test_ablation_comparison(tiny_gpt, trace):
     assert len(set(fig.data[0].y)) == 8
     assert "0.1" in title(fig) and "1.3" in title(fig)
     assert fig.data[0].x.max() <= 1
+    untouched = attention.ablation_comparison(trace, tiny_gpt.trace(PROMPT), tiny_gpt.tokenizer.piece)
+    assert "pick heads" in title(untouched) and "none" not in title(untouched)
+    assert list(untouched.data[0].x) == list(untouched.data[1].x)
 
 
 def test_masked_vs_unmasked(tiny_gpt, trace):

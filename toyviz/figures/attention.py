@@ -113,15 +113,16 @@ def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = 
     top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
     names = [candidate_label(piece(int(i)), i) for i in top]
     off = ", ".join(f"{name.split('.')[-1]}.{h} ({kind})" for name, heads in ablated.ablated.items()
-                    for h, kind in heads.items()) or "none"
+                    for h, kind in heads.items())
     fig = go.Figure([go.Bar(y=names, x=p0[top], orientation="h", name="all heads",
                             hovertemplate="%{y}: %{x:.3f}<extra>all heads</extra>"),
-                     go.Bar(y=names, x=p1[top], orientation="h", name=f"without {off}",
+                     go.Bar(y=names, x=p1[top], orientation="h", name=f"without {off or 'any head'}",
                             hovertemplate="%{y}: %{x:.3f}<extra>ablated</extra>")])
     after = token_labels(trace.tokens)[position]
     fig.update_layout(barmode="group", xaxis_title="probability", yaxis_autorange="reversed",
                       yaxis_title=f"next token after {after}")
-    return style(fig, f"Switching off heads {off}", filename="toyviz-ablation", projector=projector,
+    title = f"Switching off heads {off}" if off else "All heads on: pick heads to switch off and compare"
+    return style(fig, title, filename="toyviz-ablation", projector=projector,
                  height=200 + 36 * len(top))
 
 
