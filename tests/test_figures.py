@@ -8,7 +8,7 @@ import torch
 
 from toyviz.api import GPT
 from toyviz.config import GPTConfig
-from toyviz.figures import PROJECTOR_SCALE, config_for, token_labels
+from toyviz.figures import CELL_FONT, PROJECTOR_SCALE, config_for, token_labels
 from toyviz.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
 from toyviz.gpt import ToyGPT
 from toyviz.heads import label_heads
@@ -266,6 +266,10 @@ def test_residual_figures(tiny_gpt, trace):
     assert running[-1] == pytest.approx(trace.residual_final[3].norm().item(), rel=1e-4)
     lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert z(lens).shape == (trace.n_layer + 1, len(trace.tokens))
+    cell = lens.data[0]                                # readable cells: a fixed font, at most 5 characters
+    assert cell.textfont.size == CELL_FONT and all(len(t) <= 5 for row in cell.text for t in row)
+    assert residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece,
+                               projector=True).data[0].textfont.size > CELL_FONT
     dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert sum(dla.data[0].y) == pytest.approx(trace.logits[-1].max().item(), abs=1e-3)
     assert len(set(dla.data[0].x)) == len(dla.data[0].x)

@@ -18,6 +18,7 @@ import plotly.io as pio
 import torch
 
 BASE_FONT = 13                # px, laptop screen
+CELL_FONT = 12                # px, text inside heatmap cells (plotly's default shrinks it to fit: unreadable)
 PROJECTOR_SCALE = 1.7         # fonts and tick labels on a projector (≥ 1.6×)
 PROJECTOR_HEIGHT = 1.4        # figures also grow taller there
 MASK_GREY = "#c8c8c8"         # what a masked (never attended) cell looks like: NaN over this background
@@ -53,6 +54,8 @@ def style(fig: go.Figure, title: str, *, filename: str, projector: bool = False,
     )
     if fig.layout.annotations:                          # subplot titles come with their own font size
         fig.update_annotations(font_size=round(BASE_FONT * s))
+    fig.update_traces(textfont_size=round(CELL_FONT * s),
+                      selector=lambda t: t.type == "heatmap" and t.texttemplate and not t.textfont.size)
     return fig
 
 

@@ -12,6 +12,8 @@ import torch
 from . import candidate_label, heatmap, numpy, style, token_labels, visible
 from ..trace import Trace
 
+LENS_TEXT_COLUMNS = 40        # the logit lens writes its top tokens into the cells up to this many positions
+
 
 def _layer_of(part: str) -> int:
     """"embed" → -1, "attn.2" / "mlp.2" / "norm.attn.2" → 2."""
@@ -82,9 +84,12 @@ def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Fig
     applied early): watch the right answer appear, layer by layer. `piece(id)` names a token."""
     names, top, prob = logit_lens_values(trace, model)
     text = [[visible(piece(int(i))) for i in row] for row in top]
+    # a readable cell holds about five characters, and past ~40 columns none fits: hover only
+    shown = [[t if len(t) <= 5 else t[:4] + "…" for t in row] for row in text]
     fig = go.Figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
-                            text=text, texttemplate="%{text}", colorbar_title="p(top)",
-                            hover="%{y}, %{x}: top %{text} (p=%{z:.3f})"))
+                            text=shown, texttemplate="%{text}" if top.shape[1] <= LENS_TEXT_COLUMNS else None,
+                            colorbar_title="p(top)", hover="%{y}, %{x}: top %{customdata} (p=%{z:.3f})"))
+    fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
     fig.update_layout(xaxis_title="position (predicting the next token)", yaxis_autorange="reversed")
     return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
                  projector=projector, height=220 + 40 * len(names))
