@@ -127,8 +127,8 @@ class FigurePlot(gr.Plot):
         return super().postprocess(value)
 
 
-def plot(elem_id: str, label: str = "") -> gr.Plot:
-    return FigurePlot(label=label or None, elem_id=elem_id, show_label=bool(label))
+def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:
+    return FigurePlot(label=label or None, elem_id=elem_id, show_label=bool(label), visible=visible)
 
 
 def probability_html(pieces: list[tuple[str, float]]) -> str:
@@ -241,7 +241,8 @@ def build(explorer: Explorer) -> gr.Blocks:
                                                      projector=projector)
             yield note, probability_html(pieces), bars, gr.skip()
         # at the end, the same tokens as a figure (hover details, PNG export)
-        yield note, probability_html(pieces), bars, sampling_figs.generated_tokens(tokens, projector=projector)
+        yield note, probability_html(pieces), bars, gr.update(
+            value=sampling_figs.generated_tokens(tokens, projector=projector), visible=True)
 
     @friendly
     def kv_cache(prompt):
@@ -412,7 +413,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                     stop = gr.Button("Stop", elem_id="stop")
                 bars = plot("bars-plot")
                 generated = gr.HTML(elem_id="generated")
-                generated_plot = plot("generated-plot")
+                generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
                 kv_button = gr.Button("Measure the KV cache", size="sm", elem_id="kv-button")
                 kv_text = gr.Markdown(elem_id="kv-result")
             with gr.Tab("Translate", id="translate") as tab_translate:

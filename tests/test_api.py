@@ -133,5 +133,15 @@ def test_parameter_counts_match_hand_formula_and_the_model(kw):
 
 
 def test_translator_parameter_count_matches_the_model():
-    config = TranslatorConfig(src_vocab_size=50, tgt_vocab_size=60, d_model=32, d_ff=64)
+    config = TranslatorConfig(src_vocab_size=50, tgt_vocab_size=60, d_model=32, d_ff=64, n_encoder_layer=2,
+                              n_decoder_layer=5)
     assert count_parameters(config)["total"] == sum(p.numel() for p in ToyTranslator(config).parameters())
+
+
+@pytest.mark.parametrize("config", [GPTConfig(vocab_size=101, context=24, n_layer=6, n_head=4, d_model=32, norm="post"),
+                                    TranslatorConfig(src_vocab_size=50, tgt_vocab_size=60, d_model=32, d_ff=64,
+                                                     n_encoder_layer=4, n_decoder_layer=1)])
+def test_counting_two_depths_gives_each_component_of_the_full_model(config):
+    """count_parameters builds depth 1 and 2 only; every component must match the model built whole."""
+    assert count_parameters(config) == count_parameters(ToyGPT(config) if isinstance(config, GPTConfig)
+                                                        else ToyTranslator(config))

@@ -197,6 +197,7 @@ def test_head_step_numbers_agree_with_the_trace(trace):
     assert len(fig.data) == 10 and len(fig.layout.annotations) == 10
     assert "head 2" in title(fig)
     assert np.isnan(z(fig, 6)[0, 6:]).all() and np.isnan(z(fig, 7)[0, 6:]).all()   # masked keys grey
+    assert fig.data[7].zmax == pytest.approx(np.nanmax(z(fig, 7)))     # probs scaled to their largest
     with pytest.raises(IndexError):
         attention.head_step_numbers(trace, 0, 0, T)
 

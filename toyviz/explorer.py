@@ -140,7 +140,8 @@ class Explorer:
         folder = EXPERIMENTS / "no_causal_mask"
         if not (folder / "config.json").is_file():
             raise PromptError("the no-mask model is not there: run `python -m toyviz.experiments`")
-        return self.extra_models.get(str(folder), lambda: load(str(folder), device=str(self.need_gpt().device)))
+        device = str(self.gpt.device) if self.gpt else None          # beside the GPT, or wherever load picks
+        return self.extra_models.get(str(folder), lambda: load(str(folder), device=device))
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = 48) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""

@@ -1,11 +1,12 @@
 """How big a transformer is: parameters per component, weight and attention memory, KV cache, FLOPs.
 
 Parameters are counted by instantiating the real model class on PyTorch's "meta" device (no
-memory, no time), so the count can never drift from the model code.
+memory), so the count can never drift from the model code. Building hundreds of layers still
+takes seconds, so a config is counted at depth 1 and 2 and every further layer adds the same block.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import torch
 
@@ -45,7 +46,20 @@ def count_parameters(what) -> dict[str, int]:
         if what not in PRESETS:
             raise ValueError(f"unknown preset {what!r}; choose from {sorted(PRESETS)}")
         what = PRESETS[what]
-    model = _model_for(what) if isinstance(what, (GPTConfig, TranslatorConfig)) else what
+    if not isinstance(what, (GPTConfig, TranslatorConfig)):
+        return _count_model(what)
+    depths = [f for f in ("n_layer", "n_encoder_layer", "n_decoder_layer") if hasattr(what, f)]
+    shallow = replace(what, **dict.fromkeys(depths, 1))
+    base = _count_model(_model_for(shallow))
+    counts = dict(base)
+    for depth in depths:                                           # identical blocks: one more adds the same
+        deeper = _count_model(_model_for(replace(shallow, **{depth: 2})))
+        for component in counts:
+            counts[component] += (deeper[component] - base[component]) * (getattr(what, depth) - 1)
+    return counts
+
+
+def _count_model(model) -> dict[str, int]:
     counts = dict.fromkeys(["token_embedding", "position_embedding", "attention", "feed_forward", "norms",
                             "head"], 0)
     for name, p in model.named_parameters():                       # named_parameters skips tied duplicates

@@ -161,11 +161,13 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     student can follow a single attention computation from input vector to residual write."""
     s = head_step_numbers(trace, layer, head, query)
     labels = token_labels(trace.tokens)
+    # spread over many keys every prob is small: scale to the largest, or the panel looks empty
+    top_p = max(float(numpy(s["probs"]).max()), 1e-6)
     ablated = f" — ablated ({s['ablated']}), so out is replaced" if s["ablated"] else ""
     captions = [f"1. input x of {s['token']} (normalised)", "2. its query q = x·W_Q",
                 f"3. keys k of the {len(s['keys'])} visible tokens", "4. their values v",
                 "5. scores q·kᵀ", f"6. ÷ √d_head = {s['sqrt_d_head']:.2f}",
-                "7. mask: future keys → −∞ (grey)", "8. softmax → attention probs",
+                "7. mask: future keys → −∞ (grey)", f"8. softmax → attention probs (darkest = {top_p:.2f})",
                 "9. out = Σ probs · v" + ablated, "10. write into the stream = out·W_O (this head's slice)"]
     fig = make_subplots(rows=5, cols=2, subplot_titles=captions, row_heights=[0.1, 0.38, 0.1, 0.1, 0.1],
                         vertical_spacing=0.085, horizontal_spacing=0.08)
@@ -183,7 +185,7 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
         (4, 1, heatmap(row(greyed(s["masked"])), x=labels, y=["masked"],
                        hover="key %{x}: %{z:.3f}", **vector)),
         (4, 2, heatmap(row(greyed(s["probs"])), x=labels, y=["probs"],
-                       colorscale="Blues", zmin=0, zmax=1,
+                       colorscale="Blues", zmin=0, zmax=top_p,
                        showscale=False, hover="key %{x}: %{z:.3f}")),
         (5, 1, heatmap(row(s["out"]), x=dims(len(s["out"])), y=["out"], hover="dim %{x}: %{z:.3f}", **vector)),
         (5, 2, heatmap(row(s["write"]), x=dims(len(s["write"])), y=["write"], hover="dim %{x}: %{z:.3f}",
