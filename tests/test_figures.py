@@ -112,8 +112,14 @@ def test_model_encoding_for_every_positional_kind(gpt_tokenizer, kind):
         assert z(fig).shape == (T, 32) and list(fig.data[0].y) == token_labels(tr.tokens)
     elif kind == "rope":
         assert z(fig).shape == (T, gpt.config.d_head // 2) and "RoPE" in title(fig)
+        steps = attention.head_steps(tr, 0, 0, 3)          # q and k are shown rotated, with the angles
+        captions = [a.text for a in steps.layout.annotations]
+        assert "rotated 3.00 … " in captions[1] and "rotated by its position" in captions[2]
+        assert tr.rope_angles.shape == (T, gpt.config.d_head // 2) and tr.rope_angles[3, 0] == 3.0
     else:
         assert not fig.data and "No positional" in title(fig)
+    if kind != "rope":
+        assert tr.rope_angles is None and "rotated" not in attention.head_steps(tr, 0, 0, 3).layout.annotations[1].text
     if kind == "learned":
         table = positional.model_encoding(tr, kind, table=gpt.model.pos_emb.weight)
         assert z(table).shape == (64, 32)

@@ -106,7 +106,9 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         logits, _ = self.forward(idx, causal=causal, rec=rec)
         names = [f"attn.{i}" for i in range(self.config.n_layer)]
         att = rec.store["attention"]
-        pos = self.positional(torch.arange(len(ids), device=idx.device))
+        positions = torch.arange(len(ids), device=idx.device)
+        pos = self.positional(positions)
+        rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
         return Trace(
             tokens=[], token_ids=list(ids), positional=pos,
             attention=rec.stacked(names, "probs"), scores=rec.stacked(names, "scores"),
@@ -115,7 +117,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             attn_out_bias=torch.cat([att[n]["bias"] for n in names]),
             attn_inputs=torch.stack([rec.store["inputs"][n] for n in names]),
             residual_parts=rec.parts(""), residual_final=rec.store["final"]["residual"],
-            layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {})
+            layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {}, rope_angles=rope)
 
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,

@@ -116,6 +116,7 @@ class Trace:
     causal: bool = True
     ablated: dict = field(default_factory=dict)
     truncated: int = 0                # prompt tokens dropped to fit the context
+    rope_angles: torch.Tensor | None = None   # [T, d_head/2] angle each q/k pair was turned by (RoPE models)
 
     @property
     def n_layer(self) -> int:

@@ -153,6 +153,7 @@ def head_step_numbers(trace: Trace, layer: int, head: int, query: int) -> dict:
         "x": numpy(hv.x[query]), "q": numpy(q), "k": numpy(hv.k[visible]), "v": numpy(hv.v[visible]),
         "dot": numpy(dot), "scaled": numpy(scaled), "masked": numpy(masked_row), "probs": numpy(probs),
         "out": numpy(hv.out[query]), "write": numpy(hv.write[query]),
+        "rope_angles": None if trace.rope_angles is None else numpy(trace.rope_angles[query]),
     }
 
 
@@ -164,8 +165,11 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     # spread over many keys every prob is small: scale to the largest, or the panel looks empty
     top_p = max(float(numpy(s["probs"]).max()), 1e-6)
     ablated = f" — ablated ({s['ablated']}), so out is replaced" if s["ablated"] else ""
-    captions = [f"1. input x of {s['token']} (normalised)", "2. its query q = x·W_Q",
-                f"3. keys k of the {len(s['keys'])} visible tokens", "4. their values v",
+    rotated = s["rope_angles"] is not None                # RoPE: q and k are shown after their rotation
+    turn = (f", rotated {s['rope_angles'][0]:.2f} … {s['rope_angles'][-1]:.4f} rad" if rotated else "")
+    captions = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
+                f"3. keys k of the {len(s['keys'])} visible tokens" + (", each rotated by its position" * rotated),
+                "4. their values v",
                 "5. scores q·kᵀ", f"6. ÷ √d_head = {s['sqrt_d_head']:.2f}",
                 "7. mask: future keys → −∞ (grey)", f"8. softmax → attention probs (darkest = {top_p:.2f})",
                 "9. out = Σ probs · v" + ablated, "10. write into the stream = out·W_O (this head's slice)"]
