@@ -36,6 +36,7 @@ from toyviz.figures import sampling as sampling_figs
 from toyviz.figures import tokens as token_figs
 from toyviz.figures import translation as translation_figs
 from toyviz.heads import label_heads
+from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.size import PAPER_SIZES, PRESETS, count_parameters, memory_report
 
 EXPLAIN = {
@@ -83,6 +84,9 @@ body.projector .prose, body.projector [role=tab], body.projector table, body.pro
 body.projector [data-testid=block-info] { font-size: 19px !important; }
 .token-prob { border-radius: 3px; padding: 1px 0; white-space: pre-wrap; }
 """
+
+
+LOADED_GPT, LOADED_TRANSLATOR = "this app's GPT", "this app's translator"     # size-calculator presets
 
 
 def snapshot_note(shown: str, earlier: list[str]) -> str:
@@ -241,8 +245,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                                                      projector=projector)
             yield note, probability_html(pieces), bars, gr.skip()
         # at the end, the same tokens as a figure (hover details, PNG export)
-        yield note, probability_html(pieces), bars, gr.update(
-            value=sampling_figs.generated_tokens(tokens, projector=projector), visible=True)
+        yield note, probability_html(pieces), bars, sampling_figs.generated_tokens(tokens, projector=projector)
 
     @friendly
     def kv_cache(prompt):
@@ -299,17 +302,23 @@ def build(explorer: Explorer) -> gr.Blocks:
                 experiment_figs.no_mask_bars(results, projector=projector), attention, sample)
 
     @friendly
-    def size_calculator(preset, layers, heads, d_model, vocab, context, projector):
-        if preset in PRESETS:
+    def size_calculator(preset, layers, heads, d_model, d_ff, vocab, context, positional, feed_forward, tied,
+                        projector):
+        if preset == LOADED_TRANSLATOR:
+            config = explorer.need_translator().config
+        elif preset == LOADED_GPT:
+            config = explorer.need_gpt().config
+        elif preset in PRESETS:
             config = PRESETS[preset]
         else:
+            d_model = clamp(d_model, 1, 65536, int, "d_model")
             config = toyviz.GPTConfig(vocab_size=clamp(vocab, 2, 10**6, int, "vocab"),
                                       context=clamp(context, 1, 10**6, int, "context"),
                                       n_layer=clamp(layers, 1, 512, int, "layers"),
-                                      n_head=clamp(heads, 1, 512, int, "heads"),
-                                      d_model=clamp(d_model, 1, 65536, int, "d_model"), positional="learned")
+                                      n_head=clamp(heads, 1, d_model, int, "heads"), d_model=d_model,
+                                      d_ff=clamp(d_ff, 0, 262144, int, "d_ff"), positional=positional,
+                                      feed_forward=feed_forward, tie_head=bool(tied))
         counts = count_parameters(config)
-        mem = memory_report(config)
         gib = lambda b: f"{b / 2**30:.2f} GiB"
         quoted = (f" (the paper quoted {PAPER_SIZES[preset]}: the papers' figures were rounded or, for the "
                   f"smallest model's 117M, miscounted — these are the released checkpoints' exact counts)"
@@ -317,12 +326,27 @@ def build(explorer: Explorer) -> gr.Blocks:
         embeddings = counts["token_embedding"] + counts["position_embedding"]
         quoted += (f". Embeddings hold {embeddings / counts['total']:.0%} of it: each block grows with d_model² "
                    f"(about 12·d² per layer), the embeddings only with d_model, so as models widen the blocks dominate")
-        text = (f"**{counts['total']:,} parameters**{quoted}. Weights: {gib(mem['weights_fp32_bytes'])} in fp32, "
-                f"{gib(mem['weights_bf16_bytes'])} in bf16. One layer's attention matrices for one sequence of "
-                f"{config.context} tokens: {gib(mem['attention_bytes_per_layer_fp32'])} (fp32). KV cache: "
-                f"{mem['kv_cache_bytes_per_token_bf16']:,} bytes per token, {gib(mem['kv_cache_bytes_full_context_bf16'])} "
-                f"for a full context (bf16). About {mem['flops_per_token'] / 1e9:.2f} GFLOPs per token (forward).")
+        text = f"**{counts['total']:,} parameters**{quoted}. "
+        if isinstance(config, toyviz.GPTConfig):
+            mem = memory_report(config)
+            text += (f"Weights: {gib(mem['weights_fp32_bytes'])} in fp32, {gib(mem['weights_bf16_bytes'])} in bf16. "
+                     f"One layer's attention matrices for one sequence of {config.context} tokens: "
+                     f"{gib(mem['attention_bytes_per_layer_fp32'])} (fp32). KV cache: "
+                     f"{mem['kv_cache_bytes_per_token_bf16']:,} bytes per token, "
+                     f"{gib(mem['kv_cache_bytes_full_context_bf16'])} for a full context (bf16). "
+                     f"About {mem['flops_per_token'] / 1e9:.2f} GFLOPs per token (forward).")
+        else:                                            # the translator: encoder + decoder stacks
+            text += (f"Weights: {gib(4 * counts['total'])} in fp32, {gib(2 * counts['total'])} in bf16 "
+                     f"({config.n_encoder_layer} encoder and {config.n_decoder_layer} decoder layers).")
         return text, model_figs.parameter_bars(counts, projector=projector)
+
+    def preset_fields(preset):
+        """Show a GPT preset's configuration in the custom fields, so it can be edited from there."""
+        config = (explorer.gpt.config if preset == LOADED_GPT and explorer.gpt else PRESETS.get(preset))
+        if config is None:
+            return [gr.skip()] * 9
+        return [config.n_layer, config.n_head, config.d_model, config.d_ff, config.vocab_size, config.context,
+                config.positional, config.feed_forward, config.tie_head]
 
     def make_link(tab, prompt, layer, head, mode, query, temperature, top_k, top_p, seed, max_new, text, beam,
                   snapshot, projector):
@@ -454,9 +478,15 @@ def build(explorer: Explorer) -> gr.Blocks:
                              plot("snapshot-plot")]
                 gr.Markdown("### Size calculator")
                 with gr.Row():
-                    preset = gr.Dropdown(["custom"] + list(PRESETS), value="gpt2", label="preset")
-                    calc = [gr.Number(value=v, label=n, precision=0) for n, v in
-                            [("layers", 12), ("heads", 12), ("d_model", 768), ("vocab", 50257), ("context", 1024)]]
+                    preset = gr.Dropdown(["custom", LOADED_GPT, LOADED_TRANSLATOR] + list(PRESETS), value="gpt2",
+                                         label="preset (custom uses the fields)")
+                    calc = [gr.Number(value=v, label=n, precision=0, min_width=90) for n, v in
+                            [("layers", 12), ("heads", 12), ("d_model", 768), ("d_ff (0 = 4·d_model)", 0),
+                             ("vocab", 50257), ("context", 1024)]]
+                with gr.Row():
+                    calc += [gr.Dropdown(list(POSITIONAL_KINDS), value="learned", label="positional encoding"),
+                             gr.Dropdown(list(FEED_FORWARD_KINDS), value="gelu", label="feed-forward"),
+                             gr.Checkbox(value=True, label="head tied to the token embedding")]
                 size_out = [gr.Markdown(elem_id="size-text"), plot("size-plot")]
 
         # ------------------------------------------------------------------ wiring ---------
@@ -528,10 +558,12 @@ def build(explorer: Explorer) -> gr.Blocks:
         gen_event = go_button.click(generate, [prompt, temperature, top_k, top_p, max_new, seed, projector],
                                     [note, generated, bars, generated_plot], api_name="generate",
                                     concurrency_limit=2)
+        gen_event.success(lambda: gr.update(visible=True), None, generated_plot, api_visibility="private")
         stop.click(None, None, None, cancels=[gen_event], api_visibility="private")
         kv_button.click(kv_cache, prompt, kv_text, api_name="kv_cache", concurrency_limit=1)
         preset.change(size_calculator, [preset] + calc + [projector], size_out, api_name="size")
-        for event in [tab_model.select] + [c.submit for c in calc]:
+        preset.change(preset_fields, preset, calc, api_visibility="private")
+        for event in [tab_model.select] + [c.submit if isinstance(c, gr.Number) else c.change for c in calc]:
             event(size_calculator, [preset] + calc + [projector], size_out, api_visibility="private")
         tab_layernorm.select(lambda p: gr.update(choices=list(explorer.trace(p)[0].layernorms)), prompt, norm_name,
                              api_visibility="private")

@@ -29,6 +29,7 @@ from toyviz.checkpoint import CHECKPOINTS, save_folder  # noqa: E402
 from toyviz.config import GPTConfig, TranslatorConfig  # noqa: E402
 from toyviz.explorer import MAX_PROMPT_CHARS  # noqa: E402
 from toyviz.gpt import ToyGPT  # noqa: E402
+from toyviz.size import count_parameters  # noqa: E402
 from toyviz.translator import ToyTranslator  # noqa: E402
 
 TIMEOUT = 120                     # seconds for any one call; nothing here should take more than a few
@@ -123,7 +124,7 @@ def endpoints(n_layer: int, n_head: int, tr_layers: int, tr_heads: int, position
         "/translate": ((source, 2, "cross", str(tr_layers - 1), str(tr_heads - 1), False), "TTPP"),
         "/model": ((PROMPT, -1, "step", False), "PPpTP"),
         "/kv_cache": ((PROMPT,), "T"),
-        "/size": (("gpt2", 12, 12, 768, 50257, 1024, False), "TP"),
+        "/size": (("gpt2", 12, 12, 768, 0, 50257, 1024, "learned", "gelu", True, False), "TP"),
         "/link": ((PROMPT, layer, head, "scores", -1, 1.2, 40, 0.9, 7, 30, source, 2, -1, True), "T"),
     }
 
@@ -198,8 +199,15 @@ def test_what_the_plain_answers_say(shipped):
     assert "temperature 0.8" in bars and "top-k 50" in bars and "top-p 0.95" in bars
     assert "Snapshot **final**" in shipped.call(*calls["/model"][0], api="/model")[3]
     assert "KV cache" in shipped.call(*calls["/kv_cache"][0], api="/kv_cache")
-    size = shipped.call("gpt2-medium", 12, 12, 768, 50257, 1024, False, api="/size")[0]
+    size = shipped.call("gpt2-medium", 12, 12, 768, 0, 50257, 1024, "learned", "gelu", True, False, api="/size")[0]
     assert "354,823,168" in size and "345M" in size
+    custom = GPTConfig(vocab_size=1000, context=256, n_layer=3, n_head=4, d_model=64, d_ff=100,
+                              positional="rope", feed_forward="swiglu", tie_head=False)
+    size = shipped.call("custom", 3, 4, 64, 100, 1000, 256, "rope", "swiglu", False, False, api="/size")[0]
+    assert f"**{count_parameters(custom)['total']:,} parameters**" in size
+    for preset, model in (("this app's GPT", shipped.explorer.gpt), ("this app's translator", shipped.explorer.translator)):
+        size = shipped.call(preset, 1, 1, 1, 0, 2, 1, "learned", "gelu", True, False, api="/size")[0]
+        assert f"**{count_parameters(model.model)['total']:,} parameters**" in size
     link = shipped.call(*calls["/link"][0], api="/link")
     assert link.startswith("?tab=") and "layer=1" in link and "head=2" in link and "projector=1" in link
 
@@ -383,7 +391,8 @@ WRONG_TYPES = [
     ("/generate", (PROMPT, 0.8, 50, 0.95, "many", 0, False), r"Expected a `float`.*'many'"),
     ("/generate", (PROMPT, 0.8, 50, 0.95, 8, "abc", False), r"'abc'"),
     ("/translate", (SOURCE, "wide", "cross", "average", "average", False), r"Expected a `float`.*'wide'"),
-    ("/size", ("custom", "x", 12, 768, 50257, 1024, False), r"'x'"),
+    ("/size", ("custom", "x", 12, 768, 0, 50257, 1024, "learned", "gelu", True, False), r"'x'"),
+    ("/size", ("custom", 2, 12, 768, 0, 50257, 1024, "spiral", "gelu", True, False), "not in the list of choices"),
     ("/tokens", (None, False), "the prompt must be text"),
     ("/attention", (PROMPT, 0, 0, "nope", [], False), "not in the list of choices"),
     ("/attention", (PROMPT, 0, 0, "probs", ["9.9"], False), "not in the list of choices"),
@@ -439,7 +448,7 @@ def test_tiny_models_answer_every_endpoint(tiny_checkpoints):
     try:
         results = answers_everything(a, g.n_layer, g.n_head, t.n_decoder_layer, t.n_head)
         assert f"layer {g.n_layer - 1}, head {g.n_head - 1}" in title(figure(results["/attention"][2]))
-        assert "Snapshot **final**" in results["/model"][3]
+        assert "The **final** model (this checkpoint holds no earlier" in results["/model"][3]
         a.still_answers()
     finally:
         a.close()
