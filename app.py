@@ -62,12 +62,31 @@ EXPLAIN = {
     "model": "Where the parameters are, how attention memory grows with the square of the length, how training "
              "went, and how attention patterns formed along the way.",
 }
+# per tab: (label, prompt) pairs chosen to show that tab's idea on the shipped models
 EXAMPLES = {
-    "prompt": [links.DEFAULT_PROMPT,
-               "ROMEO: But soft, what light through yonder window breaks? ROMEO: But soft, what light through yonder",
-               "Now is the winter of our discontent made glorious summer by this sun of York"],
-    "text": [links.DEFAULT_SOURCE, "The Lord is my shepherd; I shall lack nothing.",
-             "Jesus said to them, Come and eat breakfast."],
+    "tokens": [("a famous line", links.DEFAULT_PROMPT),
+               ("rare words split into pieces", "Unquestionably, thou art the most incomprehensible gentlewoman"),
+               ("names, numbers, capitals", "KING HENRY V. Act IV, Scene 3: 1415, Saint Crispin's day")],
+    "positional": [("a short prompt", "To be, or not to be"),
+                   ("a long prompt", "Now is the winter of our discontent made glorious summer by this sun of York; "
+                                     "and all the clouds that lour'd upon our house in the deep bosom of the ocean buried.")],
+    "attention": [("a repeated phrase (induction)", "the king, the queen, the king, the queen, the king, the"),
+                  ("a repeated line", "ROMEO: But soft, what light through yonder window breaks? ROMEO: But soft, "
+                                      "what light through yonder"),
+                  ("a famous line", links.DEFAULT_PROMPT)],
+    "inside": [("a famous line", links.DEFAULT_PROMPT),
+               ("a repeated phrase", "the king, the queen, the king, the queen, the king, the")],
+    "layernorm": [("a famous line", links.DEFAULT_PROMPT),
+                  ("shouting and punctuation", "O! O! O! O!!! WHAT, HO! APOTHECARY!!"),
+                  ("the same word again and again", "night night night night night night night night")],
+    "residual": [("an easy next token", "To be, or not to"),
+                 ("a speaker's name comes next", "ROMEO: I dreamt a dream to-night.\nMERCUTIO: And so did I.\n"),
+                 ("a famous line", links.DEFAULT_PROMPT)],
+    "sample": [("a speech begins", "KING RICHARD III:\nNow is the winter of our discontent"),
+               ("a scene begins", "ACT I. SCENE I. Verona. A public place.\n\nEnter"),
+               ("a love letter", "My dearest lady, thou art")],
+    "text": [("Genesis 1:1", links.DEFAULT_SOURCE), ("Psalm 23:1", "The Lord is my shepherd; I shall lack nothing."),
+             ("John 21:12", "Jesus said to them, Come and eat breakfast.")],
 }
 CSS = """
 /* Projector mode. Gradio 6 sizes text through theme variables defined on :root; the derived ones
@@ -129,6 +148,12 @@ class FigurePlot(gr.Plot):
             config = json.dumps(config_for((value.layout.meta or {}).get("filename", "toyviz")))
             return PlotData(type="plotly", plot=value.to_json()[:-1] + ',"config":' + config + "}")
         return super().postprocess(value)
+
+
+def examples(key: str, box: gr.Textbox, label: str = "Example prompts") -> gr.Examples:
+    """A tab's example inputs: clicking one fills the box (and the wiring redraws the tab)."""
+    return gr.Examples([text for _, text in EXAMPLES[key]], inputs=box, label=label,
+                       example_labels=[name for name, _ in EXAMPLES[key]])
 
 
 def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:
@@ -367,17 +392,19 @@ def build(explorer: Explorer) -> gr.Blocks:
                 projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector")
                 link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
                 export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
-        gr.Examples(EXAMPLES["prompt"], inputs=prompt, label="Example prompts")
         link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", visible=True, max_lines=1)
         exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
         note = gr.Markdown(elem_id="note")
         current = gr.State("attention")
+        prompt_examples = []
         with gr.Tabs(selected="attention", elem_id="tabs") as tabs:
             with gr.Tab("Tokens", id="tokens") as tab_tokens:
                 gr.Markdown(EXPLAIN["tokens"])
+                prompt_examples.append(examples("tokens", prompt))
                 tokens_out = [plot("tokens-plot"), plot("embed-norms-plot")]
             with gr.Tab("Positions", id="positional") as tab_positional:
                 gr.Markdown(EXPLAIN["positional"])
+                prompt_examples.append(examples("positional", prompt))
                 metric = gr.Radio(["cosine", "dot"], value="cosine", label="similarity")
                 positional_out = [plot("pe-plot"), plot("pe-dims-plot"), plot("pe-sim-plot")]
                 gr.Markdown("### The formula on its own, and two bugs from tutorials")
@@ -394,6 +421,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                             "smallest distance between two positions (in each panel's title) drops accordingly.")
             with gr.Tab("Attention", id="attention") as tab_attention:
                 gr.Markdown(EXPLAIN["attention"])
+                prompt_examples.append(examples("attention", prompt))
                 with gr.Row():
                     # (a slider needs max > min, even for a one-layer or missing model)
                     layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label="layer", elem_id="layer")
@@ -405,6 +433,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                                  plot("ablation-plot")]
             with gr.Tab("Inside a head", id="inside") as tab_inside:
                 gr.Markdown(EXPLAIN["inside"])
+                prompt_examples.append(examples("inside", prompt))
                 query = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1,
                                   label="query position (-1 = last token)", elem_id="query")
                 last_word = gr.Textbox(value="dream", label="change the prompt's last word to", max_lines=1,
@@ -415,16 +444,19 @@ def build(explorer: Explorer) -> gr.Blocks:
                             "a bidirectional encoder, as in BERT, which is trained instead to fill in masked-out tokens.")
             with gr.Tab("Layer norm", id="layernorm") as tab_layernorm:
                 gr.Markdown(EXPLAIN["layernorm"])
+                prompt_examples.append(examples("layernorm", prompt))
                 with gr.Row():
                     norm_name = gr.Dropdown(["block0.ln1"], value="block0.ln1", label="LayerNorm", allow_custom_value=True)
                     ln_position = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1, label="token position")
                 layernorm_out = [plot("ln-heat-plot"), plot("ln-curve-plot"), plot("ln-param-plot"), plot("ln-hist-plot")]
             with gr.Tab("Residual stream", id="residual") as tab_residual:
                 gr.Markdown(EXPLAIN["residual"])
+                prompt_examples.append(examples("residual", prompt))
                 res_position = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1, label="token position")
                 residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
             with gr.Tab("Sample", id="sample") as tab_sample:
                 gr.Markdown(EXPLAIN["sample"])
+                prompt_examples.append(examples("sample", prompt))
                 with gr.Row():
                     temperature = gr.Slider(0, 2, value=d["temperature"], step=0.05, label="temperature (0 = greedy)",
                                             elem_id="temperature")
@@ -448,7 +480,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                         beam = gr.Slider(1, MAX_BEAM, value=d["beam"], step=1, label="beam width (1 = greedy)",
                                          elem_id="beam")
                         translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
-                gr.Examples(EXAMPLES["text"], inputs=source, label="Example sentences")
+                source_examples = examples("text", source, "Example sentences")
                 spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", interactive=False, elem_id="spanish")
                 tr_cfg = explorer.translator.config if explorer.translator else None
                 with gr.Row():
@@ -549,9 +581,12 @@ def build(explorer: Explorer) -> gr.Blocks:
         export_button.click(export, [current] + all_inputs, exported, api_name="export", concurrency_limit=2)
         gr.on([run.click, prompt.submit, projector.change], refresh, [current] + all_inputs, all_outputs,
               api_visibility="private", concurrency_limit=4)
-        translate_button.click(translate, registry["translate"][1], registry["translate"][2],
-                               api_visibility="private", concurrency_limit=4)
-        source.submit(translate, registry["translate"][1], registry["translate"][2], api_visibility="private")
+        for example in prompt_examples:
+            example.load_input_event.then(refresh, [current] + all_inputs, all_outputs, api_visibility="private",
+                                          concurrency_limit=4)
+        for event in (translate_button.click, source.submit, source_examples.load_input_event.then):
+            event(translate, registry["translate"][1], registry["translate"][2], api_visibility="private",
+                  concurrency_limit=4)
         pe_inputs = [pe_d, pe_len, projector]
         for event in (tab_positional.select, pe_d.release, pe_len.release):
             event(friendly(render_formula), pe_inputs, formula_out, api_visibility="private")

@@ -53,6 +53,25 @@ class App:
         assert self.url.startswith("http://127.0.0.1:")
         self.client = gradio_client.Client(self.url, verbose=False, analytics_enabled=False)
 
+    @classmethod
+    def via_main(cls, argv: list[str], monkeypatch) -> "App":
+        """`python app.py ARGV` in-process: main() with launch() made non-blocking and loopback-only;
+        `launched` keeps the arguments main gave launch()."""
+        a, real_launch = cls.__new__(cls), gr.Blocks.launch
+        a.launched = {}
+
+        def launch(demo, *args, **kwargs):
+            a.launched.update(kwargs)
+            a.demo = demo
+            return real_launch(demo, *args, **{**kwargs, "server_name": "127.0.0.1", "prevent_thread_lock": True,
+                                               "quiet": True})
+
+        monkeypatch.setattr(gr.Blocks, "launch", launch)
+        app.main(argv)
+        a.url = a.demo.local_url
+        a.client = gradio_client.Client(a.url, verbose=False, analytics_enabled=False)
+        return a
+
     def call(self, *args, api: str):
         """One request, bounded in time; a gr.Error comes back as gradio_client's AppError."""
         return self.client.submit(*args, api_name=api).result(timeout=TIMEOUT)
@@ -417,27 +436,37 @@ def test_seed_outside_any_range_is_clamped_not_refused(shipped):
 
 # -------------------------------------------------------------- any checkpoint, tiny models ----
 def test_main_launches_with_tiny_checkpoints(tiny_checkpoints, monkeypatch):
-    """`app.main(["--gpt", …, "--translator", …])`, with launch() made non-blocking and loopback-only."""
-    launched = {}
-    real_launch = gr.Blocks.launch
-
-    def launch(self, *args, **kwargs):
-        launched.update(kwargs, demo=self)
-        return real_launch(self, *args, **{**kwargs, "server_name": "127.0.0.1", "prevent_thread_lock": True,
-                                           "quiet": True})
-
-    monkeypatch.setattr(gr.Blocks, "launch", launch)
-    app.main(["--gpt", str(tiny_checkpoints["gpt"]), "--translator", str(tiny_checkpoints["translator"]),
-              "--device", "cpu"])
-    demo = launched["demo"]
+    """`app.main(["--gpt", …, "--translator", …])` launches as a Space needs it."""
+    a = App.via_main(["--gpt", str(tiny_checkpoints["gpt"]), "--translator", str(tiny_checkpoints["translator"]),
+                      "--device", "cpu"], monkeypatch)
     try:
-        assert launched["ssr_mode"] is False and launched["show_error"] is True and launched["css"] == app.CSS
-        assert "server_name" not in launched                        # Spaces sets GRADIO_SERVER_NAME
-        client = gradio_client.Client(demo.local_url, verbose=False, analytics_enabled=False)
-        note, tokens, _ = client.submit(PROMPT, False, api_name="/tokens").result(timeout=TIMEOUT)
-        assert "tokens" in title(figure(tokens))
+        assert a.launched["ssr_mode"] is False and a.launched["show_error"] is True and a.launched["css"] == app.CSS
+        assert "server_name" not in a.launched                      # Spaces sets GRADIO_SERVER_NAME
+        a.still_answers()
     finally:
-        demo.close()
+        a.close()
+
+
+def test_a_gpt_trained_on_your_own_text_opens_in_the_app(tmp_path, monkeypatch, tiny_checkpoints):
+    """The path the README shows: `python -m toyviz.train gpt --text …`, then `python app.py --gpt OUT`."""
+    from toyviz import train
+    monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "cache"))
+    lines = ["Мороз и солнце; день чудесный! 😀", "Καλημέρα, κόσμε — the sea is wide.", "Él dijo: «¡ven aquí!»"]
+    (tmp_path / "notes.txt").write_text("\n".join(f"{i}. {lines[i % 3]}" for i in range(1200)), encoding="utf-8")
+    out = tmp_path / "my-gpt"
+    train.main(["gpt", "--text", str(tmp_path / "notes.txt"), "--steps", "8", "--layers", "2", "--heads", "2",
+                "--d-model", "32", "--context", "32", "--batch", "4", "--vocab", "300", "--device", "cpu",
+                "--out", str(out)])
+    a = App.via_main(["--gpt", str(out), "--translator", str(tiny_checkpoints["translator"]), "--device", "cpu"],
+                     monkeypatch)
+    try:
+        t = toyviz.load(str(tiny_checkpoints["translator"]), device="cpu").config
+        answers_everything(a, 2, 2, t.n_decoder_layer, t.n_head)
+        note, tokens, _ = a.call("Καλημέρα 😀", False, api="/tokens")
+        assert "Κ" in json.dumps(figure(tokens), ensure_ascii=False)
+        a.still_answers()
+    finally:
+        a.close()
 
 
 def test_tiny_models_answer_every_endpoint(tiny_checkpoints):

@@ -127,6 +127,16 @@ def test_every_tab_draws_its_first_figure(url, page):
     assert not page.errors, page.errors
 
 
+def test_a_tabs_example_fills_the_prompt_and_redraws_the_tab(url, page):
+    open_app(page, url, "?tab=residual")
+    expect()(title(page, "res-norm-plot")).to_contain_text("suffer", timeout=WAIT)        # the default prompt
+    page.get_by_text("an easy next token", exact=True).click()
+    expect()(page.locator("#prompt textarea")).to_have_value("To be, or not to", timeout=WAIT)
+    expect()(title(page, "res-norm-plot")).to_contain_text("\u2423to", timeout=WAIT)
+    expect()(title(page, "res-norm-plot")).not_to_contain_text("suffer", timeout=WAIT)
+    assert not error_toasts(page) and not page.errors
+
+
 def test_temperature_slider_redraws_the_bars(url, page):
     open_app(page, url, "?tab=sample")
     bars = title(page, "bars-plot")
