@@ -397,14 +397,17 @@ def build(explorer: Explorer) -> gr.Blocks:
         note = gr.Markdown(elem_id="note")
         current = gr.State("attention")
         prompt_examples = []
+
+        def intro(tab_id: str):
+            """A prompt tab's head: its two-sentence explanation and its example prompts."""
+            gr.Markdown(EXPLAIN[tab_id])
+            prompt_examples.append(examples(tab_id, prompt))
         with gr.Tabs(selected="attention", elem_id="tabs") as tabs:
             with gr.Tab("Tokens", id="tokens") as tab_tokens:
-                gr.Markdown(EXPLAIN["tokens"])
-                prompt_examples.append(examples("tokens", prompt))
+                intro("tokens")
                 tokens_out = [plot("tokens-plot"), plot("embed-norms-plot")]
             with gr.Tab("Positions", id="positional") as tab_positional:
-                gr.Markdown(EXPLAIN["positional"])
-                prompt_examples.append(examples("positional", prompt))
+                intro("positional")
                 metric = gr.Radio(["cosine", "dot"], value="cosine", label="similarity")
                 positional_out = [plot("pe-plot"), plot("pe-dims-plot"), plot("pe-sim-plot")]
                 gr.Markdown("### The formula on its own, and two bugs from tutorials")
@@ -420,8 +423,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                             "dimensions stay 0 and cos(pos·f) = cos(−pos·f) cannot tell some positions apart; the "
                             "smallest distance between two positions (in each panel's title) drops accordingly.")
             with gr.Tab("Attention", id="attention") as tab_attention:
-                gr.Markdown(EXPLAIN["attention"])
-                prompt_examples.append(examples("attention", prompt))
+                intro("attention")
                 with gr.Row():
                     # (a slider needs max > min, even for a one-layer or missing model)
                     layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label="layer", elem_id="layer")
@@ -432,8 +434,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                 attention_out = [plot("attn-grid-plot"), plot("attn-plot"), gr.Markdown(elem_id="head-labels"),
                                  plot("ablation-plot")]
             with gr.Tab("Inside a head", id="inside") as tab_inside:
-                gr.Markdown(EXPLAIN["inside"])
-                prompt_examples.append(examples("inside", prompt))
+                intro("inside")
                 query = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1,
                                   label="query position (-1 = last token)", elem_id="query")
                 last_word = gr.Textbox(value="dream", label="change the prompt's last word to", max_lines=1,
@@ -443,20 +444,17 @@ def build(explorer: Explorer) -> gr.Blocks:
                             "it is trained to predict, so training would teach it to copy. A stack without the mask is "
                             "a bidirectional encoder, as in BERT, which is trained instead to fill in masked-out tokens.")
             with gr.Tab("Layer norm", id="layernorm") as tab_layernorm:
-                gr.Markdown(EXPLAIN["layernorm"])
-                prompt_examples.append(examples("layernorm", prompt))
+                intro("layernorm")
                 with gr.Row():
                     norm_name = gr.Dropdown(["block0.ln1"], value="block0.ln1", label="LayerNorm", allow_custom_value=True)
                     ln_position = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1, label="token position")
                 layernorm_out = [plot("ln-heat-plot"), plot("ln-curve-plot"), plot("ln-param-plot"), plot("ln-hist-plot")]
             with gr.Tab("Residual stream", id="residual") as tab_residual:
-                gr.Markdown(EXPLAIN["residual"])
-                prompt_examples.append(examples("residual", prompt))
+                intro("residual")
                 res_position = gr.Slider(-1, (cfg.context if cfg else 2) - 1, value=-1, step=1, label="token position")
                 residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
             with gr.Tab("Sample", id="sample") as tab_sample:
-                gr.Markdown(EXPLAIN["sample"])
-                prompt_examples.append(examples("sample", prompt))
+                intro("sample")
                 with gr.Row():
                     temperature = gr.Slider(0, 2, value=d["temperature"], step=0.05, label="temperature (0 = greedy)",
                                             elem_id="temperature")
