@@ -56,7 +56,11 @@ def test_projector_mode_enlarges_text_and_height(trace):
     assert large.layout.template.layout.xaxis.tickfont.size >= 1.6 * small.layout.template.layout.xaxis.tickfont.size
     assert large.layout.height > small.layout.height
     grid_small, grid_large = (attention.attention_grid(trace, projector=p) for p in (False, True))
-    assert grid_large.layout.annotations[0].font.size >= 1.6 * grid_small.layout.annotations[0].font.size
+    shown = lambda fig: fig.layout.annotations[0].font.size or fig.layout.template.layout.annotationdefaults.font.size
+    assert shown(grid_large) >= 1.6 * shown(grid_small)                 # panel titles follow the template
+    steps_small, steps_large = (attention.head_steps(trace, 0, 0, 2, projector=p) for p in (False, True))
+    assert steps_small.layout.annotations[0].font.size == 13              # make_subplots' own 16 px, rescaled
+    assert shown(steps_large) >= 1.6 * shown(steps_small)
     assert PROJECTOR_SCALE >= 1.6
 
 
