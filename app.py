@@ -174,18 +174,20 @@ def build(explorer: Explorer) -> gr.Blocks:
 
     # ------------------------------------------------------------------ renderers ----------
     @friendly
-    def render_tokens(prompt, projector):
-        tr, note = explorer.trace(prompt)
+    def render_tokens(prompt, projector, model="gpt"):
+        tr, note = explorer.view(prompt, model)
         return note, token_figs.token_pieces(tr, projector=projector), token_figs.embedding_norms(tr, projector=projector)
 
     @friendly
-    def render_positional(prompt, metric, projector):
-        tr, note = explorer.trace(prompt)
-        kind = cfg.positional
-        table = gpt.model.pos_emb.weight if kind == "learned" else None
-        encoding = tr.positional if tr.positional is not None else toyviz.sinusoidal_encoding(len(tr.tokens), cfg.d_model)
-        dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, cfg.d_model - 2), min(65, cfg.d_model - 1))
-                                  if d < cfg.d_model))          # a d_model under 10 has fewer dimensions
+    def render_positional(prompt, metric, projector, model="gpt"):
+        tr, note = explorer.view(prompt, model)
+        config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
+        kind = getattr(config, "positional", "sinusoidal")          # the translator is sinusoidal, as in the paper
+        table = explorer.gpt.model.pos_emb.weight if model == "gpt" and kind == "learned" else None
+        d_model = config.d_model
+        encoding = tr.positional if tr.positional is not None else toyviz.sinusoidal_encoding(len(tr.tokens), d_model)
+        dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, d_model - 2), min(65, d_model - 1))
+                                  if d < d_model))              # a d_model under 10 has fewer dimensions
         return (note, positional_figs.model_encoding(tr, kind, table=table, projector=projector),
                 positional_figs.dimension_curves(encoding, dims, projector=projector),
                 positional_figs.similarity_heatmap(encoding, metric, tokens=tr.tokens, projector=projector))
@@ -198,22 +200,26 @@ def build(explorer: Explorer) -> gr.Blocks:
                 positional_figs.spot_the_bug(length, d_model, projector=projector))
 
     @friendly
-    def render_attention(prompt, layer, head, mode, ablate, projector):
-        tr, note = explorer.trace(prompt)
-        layer, head = explorer.layer_head(layer, head)
-        heads = [tuple(int(x) for x in h.split(".")) for h in (ablate or [])]
+    def render_attention(prompt, layer, head, mode, ablate, projector, model="gpt"):
+        tr, note = explorer.view(prompt, model)
+        layer, head = explorer.layer_head(tr, layer, head)
         labels = label_heads(tr)
         table = "\n".join(f"| {l.layer}.{l.head} | **{l.label}** | {l.score:.2f} | {l.description} |" for l in labels)
         table = "| head | label | score | what it does |\n|---|---|---|---|\n" + table
-        ablated = explorer.trace(prompt, ablate=tuple(heads))[0] if heads else tr
+        if model == "gpt":
+            heads = [tuple(int(x) for x in h.split(".")) for h in (ablate or [])]
+            ablated = explorer.trace(prompt, ablate=tuple(heads))[0] if heads else tr
+            ablation = attention_figs.ablation_comparison(tr, ablated, piece, projector=projector)
+        else:
+            ablation = message("Head ablation compares the GPT's next-token predictions: pick the GPT.",
+                               "Switching heads off", filename="toyviz-ablation", projector=projector)
         return (note, attention_figs.attention_grid(tr, mode=mode, labels=labels, projector=projector),
-                attention_figs.attention_head(tr, layer, head, mode=mode, projector=projector), table,
-                attention_figs.ablation_comparison(tr, ablated, piece, projector=projector))
+                attention_figs.attention_head(tr, layer, head, mode=mode, projector=projector), table, ablation)
 
     @friendly
     def render_inside(prompt, layer, head, query, last_word, projector):
         tr, note = explorer.trace(prompt)
-        layer, head = explorer.layer_head(layer, head)
+        layer, head = explorer.layer_head(tr, layer, head)
         query = clamp(query, -len(tr.tokens), len(tr.tokens) - 1, int, "query") % len(tr.tokens)
         unmasked, _ = explorer.trace(prompt, causal=False)
         words = clean_prompt(prompt)[0].rsplit(maxsplit=1)
@@ -224,8 +230,8 @@ def build(explorer: Explorer) -> gr.Blocks:
                                       projector=projector))
 
     @friendly
-    def render_layernorm(prompt, norm_name, position, projector):
-        tr, note = explorer.trace(prompt)
+    def render_layernorm(prompt, norm_name, position, projector, model="gpt"):
+        tr, note = explorer.view(prompt, model)
         names = list(tr.layernorms)
         norm_name = norm_name if norm_name in names else names[0]
         position = clamp(position, -len(tr.tokens), len(tr.tokens) - 1, int, "position") % len(tr.tokens)
@@ -374,24 +380,32 @@ def build(explorer: Explorer) -> gr.Blocks:
                 config.positional, config.feed_forward, config.tie_head]
 
     def make_link(tab, prompt, layer, head, mode, query, temperature, top_k, top_p, seed, max_new, text, beam,
-                  snapshot, projector):
+                  snapshot, projector, model="gpt"):
         return links.build(dict(tab=tab, prompt=prompt, layer=layer, head=head, mode=mode, query=query,
                                 temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new,
-                                text=text, beam=beam, snapshot=snapshot, projector=projector))
+                                text=text, beam=beam, snapshot=snapshot, projector=projector, model=model))
 
     # ------------------------------------------------------------------ layout -------------
     n_layer, n_head = (cfg.n_layer, cfg.n_head) if cfg else (1, 1)
+    tr_cfg = explorer.translator.config if explorer.translator else None
+    # the layer and head sliders serve the GPT and both translator stacks: sized for the largest
+    most_layers = max([n_layer, *((tr_cfg.n_encoder_layer, tr_cfg.n_decoder_layer) if tr_cfg else ())])
+    most_heads = max(n_head, tr_cfg.n_head if tr_cfg else 1)
     d = links.DEFAULTS
     with gr.Blocks(title="toyviz — see a transformer work") as demo:
         gr.Markdown("# toyviz — see a transformer work\nA 4-layer GPT trained on Shakespeare and an English→Spanish "
                     "translator, both trained from scratch by this project. Type a prompt; every tab explains one idea.")
         with gr.Row():
-            prompt = gr.Textbox(value=d["prompt"], label="Prompt (GPT)", lines=2, scale=5, elem_id="prompt")
+            prompt = gr.Textbox(value=d["prompt"], label="Prompt", lines=2, scale=5, elem_id="prompt")
             with gr.Column(scale=1, min_width=180):
                 run = gr.Button("Explore", variant="primary", elem_id="run")
                 projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector")
                 link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
                 export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
+        model = gr.Radio([("GPT", "gpt"), ("translator: encoder (reads the prompt as English)", "encoder"),
+                          ("translator: decoder (writes its Spanish)", "decoder")], value=d["model"],
+                         label="model for the Tokens, Positions, Attention and Layer norm tabs (the others show the GPT)",
+                         elem_id="model")
         link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", visible=True, max_lines=1)
         exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
         note = gr.Markdown(elem_id="note")
@@ -426,8 +440,8 @@ def build(explorer: Explorer) -> gr.Blocks:
                 intro("attention")
                 with gr.Row():
                     # (a slider needs max > min, even for a one-layer or missing model)
-                    layer = gr.Slider(0, max(1, n_layer - 1), value=0, step=1, label="layer", elem_id="layer")
-                    head = gr.Slider(0, max(1, n_head - 1), value=0, step=1, label="head", elem_id="head")
+                    layer = gr.Slider(0, max(1, most_layers - 1), value=0, step=1, label="layer", elem_id="layer")
+                    head = gr.Slider(0, max(1, most_heads - 1), value=0, step=1, label="head", elem_id="head")
                     mode = gr.Radio(["probs", "scores"], value="probs", label="show", elem_id="mode")
                 ablate = gr.CheckboxGroup([f"{l}.{h}" for l in range(n_layer) for h in range(n_head)],
                                           label="switch heads off (layer.head)", elem_id="ablate")
@@ -480,7 +494,6 @@ def build(explorer: Explorer) -> gr.Blocks:
                         translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
                 source_examples = examples("text", source, "Example sentences")
                 spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", interactive=False, elem_id="spanish")
-                tr_cfg = explorer.translator.config if explorer.translator else None
                 with gr.Row():
                     attention_kind = gr.Radio(["cross", "encoder", "decoder"], value="cross", label="attention")
                     tr_depth = max(tr_cfg.n_encoder_layer, tr_cfg.n_decoder_layer) if tr_cfg else 1
@@ -528,14 +541,15 @@ def build(explorer: Explorer) -> gr.Blocks:
             return fn, inputs, outputs
 
         registry = {
-            "tokens": renderer(tab_tokens, render_tokens, [prompt, projector], [note] + tokens_out, [], "tokens"),
-            "positional": renderer(tab_positional, render_positional, [prompt, metric, projector],
+            "tokens": renderer(tab_tokens, render_tokens, [prompt, projector, model], [note] + tokens_out, [],
+                               "tokens"),
+            "positional": renderer(tab_positional, render_positional, [prompt, metric, projector, model],
                                    [note] + positional_out, [metric], "positional"),
-            "attention": renderer(tab_attention, render_attention, [prompt, layer, head, mode, ablate, projector],
+            "attention": renderer(tab_attention, render_attention, [prompt, layer, head, mode, ablate, projector, model],
                                   [note] + attention_out, [layer, head, mode, ablate], "attention"),
             "inside": renderer(tab_inside, render_inside, [prompt, layer, head, query, last_word, projector],
                                [note] + inside_out, [query, last_word], "inside"),
-            "layernorm": renderer(tab_layernorm, render_layernorm, [prompt, norm_name, ln_position, projector],
+            "layernorm": renderer(tab_layernorm, render_layernorm, [prompt, norm_name, ln_position, projector, model],
                                   [note] + layernorm_out, [norm_name, ln_position], "layernorm"),
             "residual": renderer(tab_residual, render_residual, [prompt, res_position, projector],
                                  [note] + residual_out, [res_position], "residual"),
@@ -577,7 +591,7 @@ def build(explorer: Explorer) -> gr.Blocks:
             return gr.File(value=path, visible=True)
 
         export_button.click(export, [current] + all_inputs, exported, api_name="export", concurrency_limit=2)
-        gr.on([run.click, prompt.submit, projector.change], refresh, [current] + all_inputs, all_outputs,
+        gr.on([run.click, prompt.submit, projector.change, model.change], refresh, [current] + all_inputs, all_outputs,
               api_visibility="private", concurrency_limit=4)
         for example in prompt_examples:
             example.load_input_event.then(refresh, [current] + all_inputs, all_outputs, api_visibility="private",
@@ -598,11 +612,11 @@ def build(explorer: Explorer) -> gr.Blocks:
         preset.change(preset_fields, preset, calc, api_visibility="private")
         for event in [tab_model.select] + [c.submit if isinstance(c, gr.Number) else c.change for c in calc]:
             event(size_calculator, [preset] + calc + [projector], size_out, api_visibility="private")
-        tab_layernorm.select(lambda p: gr.update(choices=list(explorer.trace(p)[0].layernorms)), prompt, norm_name,
-                             api_visibility="private")
+        gr.on([tab_layernorm.select, model.change], lambda p, m: gr.update(choices=list(explorer.view(p, m)[0].layernorms)),
+              [prompt, model], norm_name, api_visibility="private")
 
         link_inputs = [current, prompt, layer, head, mode, query, temperature, top_k, top_p, seed, max_new, source,
-                       beam, snapshot, projector]
+                       beam, snapshot, projector, model]
         link_button.click(make_link, link_inputs, link, api_name="link").then(
             None, link, link, js="(q) => { const u = location.origin + location.pathname + q; "
                                  "navigator.clipboard && navigator.clipboard.writeText(u).catch(() => {}); return u; }")
@@ -615,7 +629,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                                    "snapshot": snapshot.maximum})
             return (gr.Tabs(selected=s["tab"]), s["tab"], s["prompt"], s["layer"], s["head"], s["mode"], s["query"],
                     s["temperature"], s["top_k"], s["top_p"], s["seed"], s["max_new"], s["text"], s["beam"],
-                    s["snapshot"], s["projector"])
+                    s["snapshot"], s["projector"], s["model"])
 
         demo.load(restore, None, [tabs] + link_inputs, api_visibility="private").then(
             refresh, [current] + all_inputs, all_outputs, api_visibility="private").then(

@@ -627,3 +627,37 @@ def test_the_snapshot_note_names_what_the_slider_reaches():
     assert "no earlier training snapshots" in app.snapshot_note("final", [])
     note = app.snapshot_note("step-000340", ["step-000068", "step-000340"])
     assert "**step-000340**" in note and "step-000068, step-000340 and the final model" in note
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder"])
+def test_the_model_picker_shows_a_translator_stack(shipped, stack):
+    """Tokens, Positions, Attention and Layer norm draw the translator's stack on the prompt as English."""
+    if not SHIPPED_TRANSLATOR:
+        pytest.skip("checkpoints/translator is missing")
+    words = "English sentence" if stack == "encoder" else "Spanish output"
+    note, tokens, _ = shipped.call(SOURCE, False, stack, api="/tokens")
+    assert f"The translator's {stack}" in note and "greedy translation" in note and words in title(figure(tokens))
+    check_shape(shipped.call(SOURCE, "cosine", False, stack, api="/positional"), "TPPP", "/positional")
+    t = shipped.explorer.translator.config
+    most = shipped.explorer.gpt.config.n_layer - 1                             # the slider's top (GPT: 4 layers)
+    out = check_shape(shipped.call(SOURCE, most, t.n_head - 1, "scores", ["0.1"], False, stack, api="/attention"),
+                      "TPPTP", "/attention")
+    depth = t.n_encoder_layer if stack == "encoder" else t.n_decoder_layer
+    assert f"layer {depth - 1}, head {t.n_head - 1}" in title(figure(out[2]))      # clamped to this stack
+    assert f"{depth} layers × {t.n_head} heads" in title(figure(out[1]))
+    assert "pick the GPT" in json.dumps(figure(out[4]))                        # ablation is the GPT's
+    norms = check_shape(shipped.call(SOURCE, "block0.ln1", 1, False, stack, api="/layernorm"), "TPPPP", "/layernorm")
+    assert "block0.ln1" in title(figure(norms[3]))
+    with pytest.raises(AppError, match="not in the list of choices"):
+        shipped.call(SOURCE, False, "bert", api="/tokens")
+    shipped.still_answers()
+
+
+def test_without_a_translator_the_picker_says_so(tiny_checkpoints, tmp_path):
+    a = App(app.load_explorer(str(tiny_checkpoints["gpt"]), str(tmp_path), "cpu"))
+    try:
+        with pytest.raises(AppError, match="no translator checkpoint"):
+            a.call(PROMPT, False, "encoder", api="/tokens")
+        a.still_answers()
+    finally:
+        a.close()

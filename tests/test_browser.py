@@ -240,6 +240,24 @@ def test_projector_mode_enlarges_the_text_around_the_figures_too(url, page):
     assert not smaller, f"not enlarged (px before, after): {smaller}"
 
 
+def test_the_model_picker_switches_to_a_translator_stack_and_links_to_it(url, page):
+    open_app(page, url, "?tab=attention")
+    grid = title(page, "attn-grid-plot")
+    expect()(grid).to_contain_text("4 layers × 4 heads", timeout=WAIT)                  # the GPT
+    page.get_by_label("translator: encoder (reads the prompt as English)").check()
+    expect()(page.locator("#note")).to_contain_text("The translator's encoder", timeout=WAIT)
+    expect()(grid).to_contain_text("3 layers × 4 heads", timeout=WAIT)
+    page.get_by_role("tab", name="Tokens", exact=True).click()
+    expect()(title(page, "tokens-plot")).to_contain_text("English sentence", timeout=WAIT)
+    page.locator("#copy-link").click()
+    expect()(page.locator("#link textarea, #link input").first).to_have_value(re.compile(r"model=encoder"),
+                                                                              timeout=WAIT)
+    open_app(page, url, "?tab=layernorm&model=decoder")                            # and the link brings it back
+    expect()(page.locator("#model input[value=decoder]")).to_be_checked(timeout=WAIT)
+    expect()(page.locator("#note")).to_contain_text("The translator's decoder", timeout=WAIT)
+    assert not error_toasts(page) and not page.errors
+
+
 def test_projector_deep_link(url, page):
     open_app(page, url, "?tab=sample&projector=1")
     expect()(page.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)

@@ -24,7 +24,7 @@ from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS
 ROOT = Path(__file__).resolve().parent.parent
 CHANGED = dict(prompt="ROMEO: 🤖 café & co?=#frag /path%20x+y ‮rtl", layer=3, head=2, mode="scores", query=5,
                temperature=1.25, top_k=7, top_p=0.5, seed=42, max_new=12, text="The Lord is my shepherd; & = ?",
-               beam=3, snapshot=1, projector=True)
+               beam=3, snapshot=1, projector=True, model="decoder")
 # model-independent ranges of the controls (app.py's sliders); layer/head/query/snapshot depend on the model
 RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
           "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
@@ -114,7 +114,7 @@ JUNK_OK = {   # junk that falls back to the default today
     "tab": ["nope", "", "ATTENTION", "../model"], "mode": ["<script>", "", "PROBS"],
     "layer": ["x", "", "0x10", "1,5"], "head": ["two"], "query": ["-"], "temperature": ["nan", "hot", "NaN"],
     "top_k": ["ten"], "top_p": ["abc"], "seed": ["1e", "None"], "max_new": ["[]"], "beam": ["0x10"],
-    "snapshot": ["last"],
+    "snapshot": ["last"], "model": ["bert", "", "GPT", "translator"],
 }
 NOT_FINITE = {"layer": ["inf", "1e999"], "seed": ["-inf"], "max_new": ["1e400"], "temperature": ["inf", "-inf"],
               "top_p": ["-inf", "1e999"]}
@@ -223,7 +223,7 @@ def control_accepts(component, value) -> str:
 @pytest.mark.parametrize("tab", links.TABS)
 def test_the_app_restores_what_its_copy_link_button_wrote(link_ends, tab):
     make_link, restore_fn, _ = link_ends
-    values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True]
+    values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True, "encoder"]
     link = make_link(*values)
     out = restore(restore_fn, query_of(link))
     assert out[0].selected == tab                                     # the gr.Tabs update

@@ -51,3 +51,33 @@ def test_greedy_equals_beam_one_and_beam_score_is_at_least_greedy():
 def test_length_penalty_grows_with_length():
     assert length_penalty(10, 0.6) > length_penalty(2, 0.6) > 0
     assert length_penalty(7, 0.0) == 1.0
+
+
+def test_a_stack_view_is_what_the_model_computed_in_that_stack():
+    """stack("encoder"/"decoder") hands the GPT figures the translator's own numbers, nothing recomputed."""
+    import math
+    import pytest
+    m = model()
+    src, tgt = [5, 6, 7, 8, 9], [0, 11, 12, 13]
+    tr = m.trace(src, tgt)
+    enc, dec = tr.stack("encoder"), tr.stack("decoder")
+    assert enc.token_ids == src and dec.token_ids == tgt
+    assert enc.attention is tr.encoder_attention and dec.attention is tr.decoder_attention
+    assert not enc.causal and enc.attention.triu(1).sum() > 0          # the encoder reads both ways
+    assert dec.causal and torch.all(dec.attention.triu(1) == 0)
+    for view in (enc, dec):
+        assert (view.n_layer, view.n_head) == (2, 4)
+        assert torch.allclose(view.scores.softmax(-1) if not view.causal else
+                              view.scores.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), -math.inf).softmax(-1),
+                              view.attention, atol=1e-5)                # probs are the softmax of its own scores
+        assert set(view.layernorms) == {"block0.ln1", "block0.ln2", "block1.ln1", "block1.ln2", "ln_f"} | (
+            {"block0.ln_cross", "block1.ln_cross"} if view.causal else set())
+        assert torch.allclose(sum(view.residual_parts.values()), tr.encoder_final if view is enc else tr.decoder_final,
+                              atol=1e-4)
+        table = m.src_emb if view is enc else m.tgt_emb                  # the embed write = scaled table row + PE
+        assert torch.allclose(view.residual_parts["embed"] - view.positional,
+                              table.weight[view.token_ids] * math.sqrt(32), atol=1e-5)
+    with pytest.raises(IndexError, match="no head 2.0"):
+        enc.check_head(2, 0)
+    with pytest.raises(ValueError, match="encoder"):
+        tr.stack("cross")

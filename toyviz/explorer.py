@@ -20,6 +20,7 @@ EXPERIMENTS = CHECKPOINTS / "experiments"
 MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
 MAX_BEAM = 8
+MODELS = ("gpt", "encoder", "decoder")      # what the model picker offers: the GPT or one translator stack
 
 
 def clamp(value, low, high, kind=float, name="value"):
@@ -96,9 +97,21 @@ class Explorer:
                      f"{trace.truncated} more were left out. ")
         return trace, note
 
-    def layer_head(self, layer, head) -> tuple[int, int]:
-        c = self.need_gpt().config
-        return clamp(layer, 0, c.n_layer - 1, int, "layer"), clamp(head, 0, c.n_head - 1, int, "head")
+    def view(self, prompt, model: str = "gpt"):
+        """(what the Tokens, Positions, Attention and Layer norm tabs draw, note): the GPT's trace of
+        the prompt, or the translator's encoder or decoder stack on the prompt read as English
+        (translated greedily: these tabs show the stacks, not the search)."""
+        if model == "gpt":
+            return self.trace(prompt)
+        if model not in MODELS:
+            raise PromptError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
+        out, note = self.translate(prompt, 1)
+        return out.trace.stack(model), note + f"The translator's {model}; its greedy translation: «{out.text}». "
+
+    @staticmethod
+    def layer_head(view, layer, head) -> tuple[int, int]:
+        """Layer and head clamped to the stack on screen (the sliders are sized for the GPT)."""
+        return (clamp(layer, 0, view.n_layer - 1, int, "layer"), clamp(head, 0, view.n_head - 1, int, "head"))
 
     def translate(self, text, beam):
         translator = self.need_translator()

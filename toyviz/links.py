@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from urllib.parse import urlencode
 
-from .explorer import MAX_BEAM, MAX_NEW_TOKENS
+from .explorer import MAX_BEAM, MAX_NEW_TOKENS, MODELS
 
 TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "sample", "translate", "model", "experiments")
 DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
@@ -20,9 +20,9 @@ DEFAULT_SOURCE = "In the beginning God created the heavens and the earth."
 DEFAULTS = {
     "tab": "attention", "prompt": DEFAULT_PROMPT, "layer": 0, "head": 0, "mode": "probs", "query": -1,
     "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 0, "max_new": 80,
-    "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False,
+    "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False, "model": "gpt",
 }
-CHOICES = {"tab": TABS, "mode": ("probs", "scores")}
+CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
 # the controls' ranges; None = up to the loaded model (its layers, heads, context, snapshots), see `parse(upper=…)`
 RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
           "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),

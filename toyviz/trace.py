@@ -94,8 +94,24 @@ class HeadView:
     causal: bool
 
 
+class SelfAttentionStack:
+    """What the figures ask of any self-attention stack with an `attention` [L, H, T, T] field."""
+
+    @property
+    def n_layer(self) -> int:
+        return self.attention.shape[0]
+
+    @property
+    def n_head(self) -> int:
+        return self.attention.shape[1]
+
+    def check_head(self, layer: int, head: int) -> None:
+        if not (0 <= layer < self.n_layer and 0 <= head < self.n_head):
+            raise IndexError(f"no head {layer}.{head}: the model has {self.n_layer} layers × {self.n_head} heads")
+
+
 @dataclass
-class Trace:
+class Trace(SelfAttentionStack):
     """Everything one GPT forward pass computed for one prompt (batch size 1)."""
     tokens: list[str]                 # text pieces, BOS first
     token_ids: list[int]
@@ -117,18 +133,10 @@ class Trace:
     ablated: dict = field(default_factory=dict)
     truncated: int = 0                # prompt tokens dropped to fit the context
     rope_angles: torch.Tensor | None = None   # [T, d_head/2] angle each q/k pair was turned by (RoPE models)
-
-    @property
-    def n_layer(self) -> int:
-        return self.attention.shape[0]
-
-    @property
-    def n_head(self) -> int:
-        return self.attention.shape[1]
+    described: str = "The prompt as {n} tokens (BOS first)"   # how figures name these tokens
 
     def head(self, layer: int, head: int) -> HeadView:
-        if not (0 <= layer < self.n_layer and 0 <= head < self.n_head):
-            raise IndexError(f"no head {layer}.{head}: the model has {self.n_layer} layers × {self.n_head} heads")
+        self.check_head(layer, head)
         return HeadView(layer, head, self.attn_inputs[layer], self.q[layer, head], self.k[layer, head],
                         self.v[layer, head], self.scores[layer, head], self.attention[layer, head],
                         self.head_out[layer, head], self.head_writes[layer, head], self.causal)
@@ -149,5 +157,42 @@ class TranslatorTrace:
     decoder_parts: dict[str, torch.Tensor]
     encoder_final: torch.Tensor       # [S, d_model]
     decoder_final: torch.Tensor       # [T, d_model]
-    layernorms: dict[str, dict[str, torch.Tensor]]
+    layernorms: dict[str, dict[str, torch.Tensor]]     # "enc.block0.ln1" … "dec.ln_f"
     logits: torch.Tensor              # [T, tgt_vocab]
+    encoder_scores: torch.Tensor | None = None   # [L_enc, H, S, S] scaled scores before the mask
+    decoder_scores: torch.Tensor | None = None   # [L_dec, H, T, T]
+    positional: torch.Tensor | None = None       # [max(S, T), d_model] sinusoidal vectors added to both inputs
+
+    def stack(self, side: str) -> "StackView":
+        """The encoder's or the decoder's self-attention stack, in the shape the GPT's Tokens,
+        Positions, Attention and Layer norm figures read (cross-attention stays in its own view)."""
+        if side not in ("encoder", "decoder"):
+            raise ValueError(f"side must be 'encoder' or 'decoder', not {side!r}")
+        enc = side == "encoder"
+        tokens, ids = (self.src_tokens, self.src_ids) if enc else (self.tgt_tokens, self.tgt_ids)
+        prefix = "enc." if enc else "dec."
+        return StackView(
+            tokens=tokens, token_ids=ids,
+            attention=self.encoder_attention if enc else self.decoder_attention,
+            scores=self.encoder_scores if enc else self.decoder_scores,
+            layernorms={k[len(prefix):]: v for k, v in self.layernorms.items() if k.startswith(prefix)},
+            residual_parts=self.encoder_parts if enc else self.decoder_parts,
+            positional=None if self.positional is None else self.positional[: len(ids)],
+            causal=not enc,
+            described=("The English sentence as {n} tokens (EOS last), the encoder's input" if enc else
+                       "The Spanish output as {n} tokens (BOS first), the decoder's input"))
+
+
+@dataclass
+class StackView(SelfAttentionStack):
+    """One self-attention stack of the translator with the fields a GPT Trace has for it."""
+    tokens: list[str]
+    token_ids: list[int]
+    attention: torch.Tensor           # [L, H, T, T]
+    scores: torch.Tensor
+    layernorms: dict[str, dict[str, torch.Tensor]]
+    residual_parts: dict[str, torch.Tensor]
+    positional: torch.Tensor | None
+    causal: bool
+    described: str
+    truncated: int = 0

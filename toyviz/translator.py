@@ -136,4 +136,6 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
             cross_attention=rec.stacked(cross, "probs"),
             encoder_parts=rec.parts("enc."), decoder_parts=rec.parts("dec."),
             encoder_final=rec.store["final"]["enc.residual"], decoder_final=rec.store["final"]["dec.residual"],
-            layernorms=rec.norms(), logits=logits[0])
+            layernorms=rec.norms(), logits=logits[0],
+            encoder_scores=rec.stacked(enc, "scores"), decoder_scores=rec.stacked(dec, "scores"),
+            positional=self.pe[: max(len(src_ids), len(tgt_ids))])

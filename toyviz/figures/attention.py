@@ -36,7 +36,7 @@ def attention_matrix(trace: Trace, layer: int, head: int, mode: str = "probs") -
     """[T, T] probabilities or pre-mask scaled scores of one head, masked cells NaN."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    trace.head(layer, head)                                        # range check with a clear message
+    trace.check_head(layer, head)                                  # a clear message, not an IndexError deep down
     source = trace.attention if mode == "probs" else trace.scores
     return masked(source[layer, head], trace.causal)
 

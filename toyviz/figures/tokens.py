@@ -22,7 +22,7 @@ def token_pieces(trace: Trace, *, per_row: int = 12, projector: bool = False) ->
     hover = [f"position {k}<br>piece {visible(p)}<br>id {i}" for k, (p, i) in enumerate(zip(pieces, ids))]
     fig = go.Figure(token_grid(texts, [i % len(PALETTE) for i in ids], hover_values=hover, colorscale=_STEPPED,
                                zmin=-0.5, zmax=len(PALETTE) - 0.5, per_row=per_row))
-    title = f"The prompt as {len(ids)} tokens (BOS first)"
+    title = trace.described.format(n=len(ids))
     if trace.truncated:
         title += f" — {trace.truncated} dropped to fit the context"
     return style(grid_axes(fig), title, filename="toyviz-tokens", projector=projector,
