@@ -106,7 +106,9 @@ class Explorer:
         if model not in MODELS:
             raise PromptError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         out, note = self.translate(prompt, 1)
-        return out.trace.stack(model), note + f"The translator's {model}; its greedy translation: «{out.text}». "
+        how = ("it has no causal mask: every token reads the whole sentence" if model == "encoder" else
+               "causal like the GPT, it reads its own Spanish so far")
+        return out.trace.stack(model), note + f"The translator's {model} ({how}); its greedy translation: «{out.text}». "
 
     @staticmethod
     def layer_head(view, layer, head) -> tuple[int, int]:
