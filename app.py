@@ -22,7 +22,7 @@ from gradio.components.plot import PlotData
 
 import toyviz
 from toyviz import links
-from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
+from toyviz.explorer import MAX_NEW_TOKENS, Explorer, clamp, clean_prompt
 from toyviz.figures import config_for, message, standalone_html
 from toyviz.experiments import VARIANTS
 from toyviz.figures import attention as attention_figs
@@ -182,7 +182,7 @@ def build(explorer: Explorer) -> gr.Blocks:
     def render_positional(prompt, metric, projector, model="gpt"):
         tr, note = explorer.view(prompt, model)
         config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
-        kind = getattr(config, "positional", "sinusoidal")          # the translator is sinusoidal, as in the paper
+        kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper
         table = explorer.gpt.model.pos_emb.weight if model == "gpt" and kind == "learned" else None
         d_model = config.d_model
         encoding = tr.positional if tr.positional is not None else toyviz.sinusoidal_encoding(len(tr.tokens), d_model)
@@ -375,7 +375,7 @@ def build(explorer: Explorer) -> gr.Blocks:
         """Show a GPT preset's configuration in the custom fields, so it can be edited from there."""
         config = (explorer.gpt.config if preset == LOADED_GPT and explorer.gpt else PRESETS.get(preset))
         if config is None:
-            return [gr.skip()] * 9
+            return [gr.skip()] * len(calc)
         return [config.n_layer, config.n_head, config.d_model, config.d_ff, config.vocab_size, config.context,
                 config.positional, config.feed_forward, config.tie_head]
 
@@ -391,7 +391,7 @@ def build(explorer: Explorer) -> gr.Blocks:
     # the layer and head sliders serve the GPT and both translator stacks: sized for the largest
     most_layers = max([n_layer, *((tr_cfg.n_encoder_layer, tr_cfg.n_decoder_layer) if tr_cfg else ())])
     most_heads = max(n_head, tr_cfg.n_head if tr_cfg else 1)
-    d = links.DEFAULTS
+    d = links.DEFAULTS            # a link's defaults and ranges are the controls' own (links.RANGES)
     with gr.Blocks(title="toyviz — see a transformer work") as demo:
         gr.Markdown("# toyviz — see a transformer work\nA 4-layer GPT trained on Shakespeare and an English→Spanish "
                     "translator, both trained from scratch by this project. Type a prompt; every tab explains one idea.")
@@ -470,12 +470,12 @@ def build(explorer: Explorer) -> gr.Blocks:
             with gr.Tab("Sample", id="sample") as tab_sample:
                 intro("sample")
                 with gr.Row():
-                    temperature = gr.Slider(0, 2, value=d["temperature"], step=0.05, label="temperature (0 = greedy)",
+                    temperature = gr.Slider(*links.RANGES["temperature"], value=d["temperature"], step=0.05, label="temperature (0 = greedy)",
                                             elem_id="temperature")
-                    top_k = gr.Slider(0, 200, value=d["top_k"], step=1, label="top-k (0 = off)", elem_id="top-k")
-                    top_p = gr.Slider(0.05, 1, value=d["top_p"], step=0.05, label="top-p", elem_id="top-p")
+                    top_k = gr.Slider(*links.RANGES["top_k"], value=d["top_k"], step=1, label="top-k (0 = off)", elem_id="top-k")
+                    top_p = gr.Slider(*links.RANGES["top_p"], value=d["top_p"], step=0.05, label="top-p", elem_id="top-p")
                 with gr.Row():
-                    max_new = gr.Slider(1, MAX_NEW_TOKENS, value=d["max_new"], step=1, label="max new tokens")
+                    max_new = gr.Slider(*links.RANGES["max_new"], value=d["max_new"], step=1, label="max new tokens")
                     seed = gr.Number(value=d["seed"], precision=0, label="seed")
                     go_button = gr.Button("Generate", variant="primary", elem_id="generate")
                     stop = gr.Button("Stop", elem_id="stop")
@@ -489,7 +489,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                 with gr.Row():
                     source = gr.Textbox(value=d["text"], label="English", lines=2, scale=4, elem_id="source")
                     with gr.Column(scale=1):
-                        beam = gr.Slider(1, MAX_BEAM, value=d["beam"], step=1, label="beam width (1 = greedy)",
+                        beam = gr.Slider(*links.RANGES["beam"], value=d["beam"], step=1, label="beam width (1 = greedy)",
                                          elem_id="beam")
                         translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
                 source_examples = examples("text", source, "Example sentences")

@@ -85,6 +85,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         x = self.drop(x)
         rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
         if rec is not None:
+            rec.positions(pos, rope)
             rec.write("embed", x)
         for i, block in enumerate(self.blocks):
             x = block(x, index=i, causal=causal, rope=rope, cache=cache, rec=rec)
@@ -106,18 +107,16 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         logits, _ = self.forward(idx, causal=causal, rec=rec)
         names = [f"attn.{i}" for i in range(self.config.n_layer)]
         att = rec.store["attention"]
-        positions = torch.arange(len(ids), device=idx.device)
-        pos = self.positional(positions)
-        rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
         return Trace(
-            tokens=[], token_ids=list(ids), positional=pos,
+            tokens=[], token_ids=list(ids), positional=rec.store["positions"]["added"],
             attention=rec.stacked(names, "probs"), scores=rec.stacked(names, "scores"),
             q=rec.stacked(names, "q"), k=rec.stacked(names, "k"), v=rec.stacked(names, "v"),
             head_out=rec.stacked(names, "out"), head_writes=rec.stacked(names, "head_writes"),
             attn_out_bias=torch.cat([att[n]["bias"] for n in names]),
             attn_inputs=torch.stack([rec.store["inputs"][n] for n in names]),
             residual_parts=rec.parts(""), residual_final=rec.store["final"]["residual"],
-            layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {}, rope_angles=rope)
+            layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {},
+            rope_angles=rec.store["positions"]["rope"])
 
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,

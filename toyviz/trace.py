@@ -37,6 +37,10 @@ class Recorder:
     def attention(self, name: str, **tensors):
         self.store["attention"][self.prefix + name] = {k: v.detach()[0] for k, v in tensors.items()}
 
+    def positions(self, added: torch.Tensor | None, rope: torch.Tensor | None):
+        """The positional vectors the forward added to the embeddings and the RoPE angles it used."""
+        self.store["positions"] = {"added": added, "rope": rope}
+
     def write(self, name: str, tensor: torch.Tensor):
         self.store["writes"][self.prefix + name] = tensor.detach()[0]
 
