@@ -23,7 +23,8 @@ import toyviz
 from toyviz.config import GPTConfig
 from toyviz.data.text import load_text
 from toyviz.gpt import ToyGPT
-from toyviz.train import MIN_TRAIN_CHARS, Distributed, gpt_batch, main, train_loop
+from toyviz.checkpoint import CHECKPOINTS
+from toyviz.train import MIN_TRAIN_CHARS, Distributed, gpt_batch, loadable_name, main, train_loop
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -156,7 +157,15 @@ def test_training_on_user_text_end_to_end(tmp_path, data_dir, corpus_file):
     train_text, _, _ = load_text([str(corpus_file)], None)
     card = (out / "README.md").read_text()
     assert str(corpus_file) in card and f"{len(train_text):,} characters" in card
+    assert f'toyviz.load("{out}")' in card          # a folder elsewhere is loaded by its path
     assert list((data_dir / "tokenizers").glob("text-*.tiktoken"))
+
+
+def test_card_loads_the_repository_checkpoints_by_name():
+    """The shipped cards must say toyviz.load("gpt"), not the absolute path of the machine that trained them."""
+    assert loadable_name(CHECKPOINTS / "gpt", "gpt") == "gpt"
+    assert loadable_name(CHECKPOINTS / "translator", "translator") == "translator"
+    assert loadable_name(Path("/elsewhere/gpt"), "gpt") == "/elsewhere/gpt"
 
 
 def test_too_short_text_says_how_much_is_needed(tmp_path, data_dir):
@@ -305,6 +314,9 @@ def test_torchrun_two_ranks_only_rank_0_writes(tmp_path, corpus_file):
     assert sorted(p.name for p in runs.glob("1/**/*")) == []          # rank 1 wrote nothing at all
     assert len(json.loads((runs / "0" / "gpt" / "history.json").read_text())) == 3
     assert done.stdout.count('"metrics"') == 1         # one result line: rank 0's
+    # the model card's command must reproduce the run, launcher included
+    command = json.loads((runs / "0" / "gpt" / "training.json").read_text())["command"]
+    assert command.startswith("torchrun --standalone --nproc_per_node 2 -m toyviz.train gpt --text ")
     # both ranks must tokenize with one tokenizer, cached under a key every process computes alike
     assert len(list((tmp_path / "cache" / "tokenizers").glob("*.tiktoken"))) == 1
     toyviz.load(str(runs / "0" / "gpt"), device="cpu")

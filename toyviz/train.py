@@ -273,6 +273,12 @@ def cpu_note(facts: dict) -> str:
             f"{per_step * facts['steps'] / 60:.0f} minutes of training for the same steps\n")
 
 
+def loadable_name(out: Path, kind: str) -> str:
+    """What the model card tells `toyviz.load` to take: the bare name for the repository's own folder,
+    which works from any clone, instead of this machine's absolute path."""
+    return kind if out.resolve() == (CHECKPOINTS / kind).resolve() else str(out)
+
+
 def device_name(device: str) -> str:
     if device.startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(device))
@@ -315,7 +321,7 @@ def train_gpt(args, dist: Distributed):
         return evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice)
 
     out = Path(args.out or CHECKPOINTS / "gpt")
-    facts = {"text_source": source, "train_chars": len(train_text), "out": str(out)}
+    facts = {"text_source": source, "train_chars": len(train_text), "out": loadable_name(out, "gpt")}
     run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
                GPT_SNAPSHOTS, dist)
     if run is not None:
@@ -367,7 +373,7 @@ def train_translator(args, dist: Distributed):
     mean_tokens = sum(len(s) + len(t) for s, t in train[:1000]) / 1000
     out = Path(args.out or CHECKPOINTS / "translator")
     facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train),
-             "out": str(out)}
+             "out": loadable_name(out, "translator")}
     run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
                train_loss, eval_fn,
                int(args.batch * mean_tokens), (), dist)
@@ -379,7 +385,8 @@ def train_translator(args, dist: Distributed):
 
 def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist):
     start = time.time()
-    facts.update({"command": "python -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
+    launcher = (f"torchrun --standalone --nproc_per_node {dist.world}" if dist.world > 1 else "python")
+    facts.update({"command": f"{launcher} -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
                   "device": device_name(args.device), "config": asdict(model.config),
                   "params": sum(p.numel() for p in model.parameters()), "dtype": "float16"})
 
@@ -393,6 +400,9 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every)
     if not dist.main:
         return None
+    if dist.world > 1 and not args.device.startswith("cuda"):
+        # the other ranks are done: evaluation (rank 0 alone) may use every core, not its share of them
+        torch.set_num_threads(os.cpu_count() or 1)
     facts.update({"train_minutes": (time.time() - start) / 60, "steps": history[-1]["step"],
                   "tokens": history[-1]["tokens"]})
     save(history, None)
