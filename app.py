@@ -44,8 +44,9 @@ EXPLAIN = {
               "into pieces and each piece becomes a vector. A BOS token (`<|endoftext|>`) always comes first.",
     "positional": "Attention alone cannot tell word order, so a position vector is added to every token. The "
                   "sinusoidal encoding gives each position a unique pattern whose dot products depend on distance.",
-    "attention": "Each head turns every token into a query and compares it with the keys of the tokens before it; "
-                 "the softmax of those scores says where the token looks. Switch heads off to see what they do.",
+    "attention": "Each head turns every token into a query and compares it with the keys of the tokens it may see "
+                 "(the GPT and the translator's decoder: those before it; the encoder: all of them); the softmax of "
+                 "those scores says where the token looks. Switch the GPT's heads off to see what they do.",
     "inside": "One head, one query token, every number the model computed, from its normalised input to its write "
               "into the residual stream. Below: what the causal mask is for.",
     "layernorm": "Before each sub-layer, LayerNorm rescales every token's vector to mean 0 and standard deviation 1, "
