@@ -63,6 +63,8 @@ class Distributed:
             dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
         self.main = self.rank == 0
         self.device = device
+        # how this run was started, for the model card's command
+        self.launcher = f"torchrun --standalone --nproc_per_node {self.world}" if self.world > 1 else "python"
 
     def wrap(self, model):
         if self.world == 1:
@@ -102,6 +104,12 @@ class Distributed:
         yield
         if self.world > 1 and self.main:
             torch.distributed.barrier()
+
+    def take_all_cores(self):
+        """Called by rank 0 once training is over and the other ranks are done: evaluation, which it runs
+        alone, may use every CPU core instead of its share of them."""
+        if self.world > 1 and not self.device.startswith("cuda"):
+            torch.set_num_threads(os.cpu_count() or 1)
 
     def close(self):
         if self.world > 1:
@@ -198,11 +206,11 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
             now = time.time()
             per_step = (now - timed_from) / (TIMED_STEPS[1] - TIMED_STEPS[0])
             left = int((minutes * 60 - (now - start)) / per_step)
-            total = dist.agree(max(step, step + left))          # ranks that disagree hang
+            total = dist.agree(step + max(0, left))             # ranks that disagree hang
             bar.total = total
             snapshots = {int(f * total) for f in snapshot_at}
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, total if steps or step >= TIMED_STEPS[1] else 10**9, lr, warmup)
+            group["lr"] = lr_at(step, total, lr, warmup)      # total is 10**9 until --minutes fixes it
         wrapped.train()
         loss = loss_fn(step, wrapped)
         opt.zero_grad(set_to_none=True)
@@ -328,7 +336,7 @@ def train_gpt(args, dist: Distributed):
         return evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice)
 
     out = Path(args.out or CHECKPOINTS / "gpt")
-    facts = {"text_source": source, "train_chars": len(train_text), "out": loadable_name(out, "gpt")}
+    facts = {"text_source": source, "train_chars": len(train_text)}
     run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
                GPT_SNAPSHOTS, dist)
     if run is not None:
@@ -379,8 +387,7 @@ def train_translator(args, dist: Distributed):
 
     mean_tokens = sum(len(s) + len(t) for s, t in train[:1000]) / 1000
     out = Path(args.out or CHECKPOINTS / "translator")
-    facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train),
-             "out": loadable_name(out, "translator")}
+    facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train)}
     run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
                train_loss, eval_fn,
                int(args.batch * mean_tokens), (), dist)
@@ -392,8 +399,8 @@ def train_translator(args, dist: Distributed):
 
 def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist):
     start = time.time()
-    launcher = (f"torchrun --standalone --nproc_per_node {dist.world}" if dist.world > 1 else "python")
-    facts.update({"command": f"{launcher} -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
+    facts.update({"out": loadable_name(out, kind),
+                  "command": f"{dist.launcher} -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
                   "device": device_name(args.device), "config": asdict(model.config),
                   "params": sum(p.numel() for p in model.parameters()), "dtype": "float16"})
 
@@ -407,9 +414,7 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every)
     if not dist.main:
         return None
-    if dist.world > 1 and not args.device.startswith("cuda"):
-        # the other ranks are done: evaluation (rank 0 alone) may use every core, not its share of them
-        torch.set_num_threads(os.cpu_count() or 1)
+    dist.take_all_cores()
     facts.update({"train_minutes": (time.time() - start) / 60, "steps": history[-1]["step"],
                   "tokens": history[-1]["tokens"]})
     save(history, None)
