@@ -24,7 +24,7 @@ from toyviz.config import GPTConfig
 from toyviz.data.text import load_text
 from toyviz.gpt import ToyGPT
 from toyviz.checkpoint import CHECKPOINTS
-from toyviz.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, gpt_batch, loadable_name, main,
+from toyviz.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, gpt_batch, loadable_name, lr_at, main,
                           train_loop)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -167,6 +167,15 @@ def test_card_loads_the_repository_checkpoints_by_name():
     assert loadable_name(CHECKPOINTS / "gpt", "gpt") == "gpt"
     assert loadable_name(CHECKPOINTS / "translator", "translator") == "translator"
     assert loadable_name(Path("/elsewhere/gpt"), "gpt") == "/elsewhere/gpt"
+
+
+def test_lr_warms_up_then_decays_to_its_floor():
+    assert lr_at(0, 100, 1.0, 10, 0.1) == pytest.approx(0.1)           # warm-up starts at peak / warmup
+    assert lr_at(9, 100, 1.0, 10, 0.1) == pytest.approx(1.0)
+    assert lr_at(10, 100, 1.0, 10, 0.1) == pytest.approx(1.0)          # cosine starts at the peak
+    assert lr_at(55, 100, 2.0, 10, 0.0) == pytest.approx(1.0)          # half-way: half the peak
+    assert lr_at(100, 100, 1.0, 10, 0.1) == pytest.approx(0.1)
+    assert lr_at(100, 100, 1.0, 10, 0.0) == 0.0
 
 
 def test_too_short_text_says_how_much_is_needed(tmp_path, data_dir):

@@ -38,9 +38,9 @@ from .translator import ToyTranslator
 # size and schedule flags; the defaults are the shipped recipes
 DEFAULTS = {
     "gpt": dict(layers=4, heads=4, d_model=256, d_ff=0, context=256, vocab=4096, batch=16, lr=1e-3, warmup=200,
-                dropout=0.0, positional="sinusoidal", feed_forward="gelu", norm="pre"),
+                lr_floor=0.1, dropout=0.0, positional="sinusoidal", feed_forward="gelu", norm="pre"),
     "translator": dict(layers=3, heads=4, d_model=256, d_ff=512, context=128, vocab=2048, batch=64, lr=1e-3, warmup=400,
-                       dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre"),
+                       lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre"),
 }
 TIMED_STEPS = (5, 25)                  # --minutes: the steps whose time fixes the step count
 GPT_SNAPSHOTS = (0.02, 0.1, 0.3)       # fractions of training at which the GPT is also saved
@@ -171,16 +171,16 @@ def translation_batch(rows, src_pad: int, tgt_pad: int, bos: int, eos: int):
 
 # ---------------------------------------------------------------- loop --------------------
 
-def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
-    """Linear warm-up, then cosine decay to a tenth of the peak."""
+def lr_at(step: int, total: int, peak: float, warmup: int, floor: float) -> float:
+    """Linear warm-up, then cosine decay to floor × peak (0 anneals fully: better when steps are scarce)."""
     if step < warmup:
         return peak * (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
 def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: float, warmup: int,
-               dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
+               lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
                snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1):
     """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch.
 
@@ -210,7 +210,7 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
             bar.total = total
             snapshots = {int(f * total) for f in snapshot_at}
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, total, lr, warmup)      # total is 10**9 until --minutes fixes it
+            group["lr"] = lr_at(step, total, lr, warmup, lr_floor)      # total is 10**9 until --minutes fixes it
         wrapped.train()
         loss = loss_fn(step, wrapped)
         opt.zero_grad(set_to_none=True)
@@ -410,7 +410,7 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
         (folder / "history.json").write_text(json.dumps(history))
 
     history = train_loop(model, loss_fn, steps=args.steps, minutes=args.minutes, lr=args.lr, warmup=args.warmup,
-                         dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
+                         lr_floor=args.lr_floor, dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every)
     if not dist.main:
         return None
@@ -440,7 +440,7 @@ def _finish(args, wrapper, kind, out, facts, evaluate_fn):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind", choices=["gpt", "translator"])
-    p.add_argument("--minutes", type=float, help="wall-clock budget (sets the step count after 10 timed steps)")
+    p.add_argument("--minutes", type=float, help="wall-clock budget (the step count is fixed by timing steps 5-25)")
     p.add_argument("--steps", type=int, help="number of optimizer steps (overrides --minutes)")
     p.add_argument("--out", help="checkpoint folder (default checkpoints/<kind>)")
     p.add_argument("--device", default=None, help="cpu | cuda (default: TOYVIZ_DEVICE or auto)")
