@@ -76,6 +76,10 @@ def test_translate_api(tiny_translator):
     assert len(tr.output_tokens) == len(tr.tgt_tokens)
     with pytest.raises(toyviz.PromptError):
         tiny_translator.translate("hello", beam=0)
+    # the untraced translation the evaluation scores is the one the app shows
+    assert tiny_translator.translate_text("In the beginning God created the heavens.", beam=2) == out.text
+    with pytest.raises(toyviz.PromptError):
+        tiny_translator.translate_text("hello", beam=17)
 
 
 def test_save_load_round_trip_gives_identical_outputs(tiny_checkpoints, tiny_gpt, tiny_translator):

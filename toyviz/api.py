@@ -126,11 +126,19 @@ class Translator:
         keep = self.config.context - 1
         return ids[:keep] + [self.src_eos], max(0, len(ids) - keep)
 
-    def translate(self, text: str, beam: int = 1, *, max_len: int | None = None, alpha: float = 0.6) -> Translation:
+    def _search(self, text: str, beam: int, max_len: int | None = None, alpha: float = 0.6):
         if not 1 <= int(beam) <= 16:
             raise PromptError("beam must be between 1 and 16")
         src, dropped = self.encode(text)
-        hyp = self.model.search(src, bos=self.bos, eos=self.eos, beam=int(beam), max_len=max_len, alpha=alpha)
+        return src, dropped, self.model.search(src, bos=self.bos, eos=self.eos, beam=int(beam), max_len=max_len,
+                                               alpha=alpha)
+
+    def translate_text(self, text: str, beam: int = 1) -> str:
+        """The translation alone: what the evaluation scores, without the cost of a traced pass."""
+        return self.tgt_tok.decode(self._search(text, beam)[2].ids)
+
+    def translate(self, text: str, beam: int = 1, *, max_len: int | None = None, alpha: float = 0.6) -> Translation:
+        src, dropped, hyp = self._search(text, beam, max_len, alpha)
         tgt = [self.bos] + hyp.ids
         trace = self.model.trace(src, tgt[: self.config.context])
         trace.src_tokens = self.src_tok.pieces(src)

@@ -58,7 +58,7 @@ def evaluate_translator(translator, pairs, beams=(1, 4)) -> dict:
     result = {"test_pairs": len(pairs)}
     for beam in beams:
         start = time.time()
-        hyps = [translator.translate(p.en, beam=beam).text for p in pairs]
+        hyps = [translator.translate_text(p.en, beam=beam) for p in pairs]
         name = "greedy" if beam == 1 else f"beam{beam}"
         result[f"{name}_bleu"] = round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
         result[f"{name}_chrf"] = round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2)

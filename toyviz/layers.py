@@ -53,10 +53,15 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
 
 
 class KVCache:
-    """Keys and values of the positions already processed, one entry per attention layer."""
+    """Keys and values of the positions already processed, one entry per attention layer.
+
+    Self-attention keys grow by the new positions each step; cross-attention keys are the
+    encoder memory's, the same at every step, so they are computed once and kept.
+    """
 
     def __init__(self):
         self.layers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.memory: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         if layer in self.layers:
@@ -64,6 +69,12 @@ class KVCache:
             k, v = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
         self.layers[layer] = (k, v)
         return k, v
+
+    def select(self, rows: torch.Tensor):
+        """Keep (and repeat) these batch rows: beam search continues each hypothesis from its parent's."""
+        for store in (self.layers, self.memory):
+            for layer, (k, v) in store.items():
+                store[layer] = (k[rows], v[rows])
 
     @property
     def length(self) -> int:
@@ -94,11 +105,17 @@ class MultiHeadAttention(nn.Module):
         """x: (B, Tq, C); memory: (B, Tk, C) or None; key_keep: (B, Tk) bool, False = padding;
         rope: (Tq, hs/2) angles of the query positions (keys get theirs when first computed)."""
         B, Tq, C = x.shape
-        source = x if memory is None else memory
-        q, k, v = self._heads(self.q(x)), self._heads(self.k(source)), self._heads(self.v(source))
-        if rope is not None:
+        q = self._heads(self.q(x))
+        if memory is not None and cache is not None and layer in cache.memory:
+            k, v = cache.memory[layer]                                   # the memory's, computed once
+        else:
+            source = x if memory is None else memory
+            k, v = self._heads(self.k(source)), self._heads(self.v(source))
+            if memory is not None and cache is not None:
+                cache.memory[layer] = (k, v)
+        if memory is None and rope is not None:                          # cross-attention has no rope
             q, k = apply_rope(q, rope), apply_rope(k, rope)
-        if cache is not None:
+        if memory is None and cache is not None:
             k, v = cache.extend(layer, k, v)                             # (B, nh, Tk, hs)
         Tk = k.shape[2]
         allowed = None                                                   # (B or 1, 1, Tq, Tk) bool
@@ -179,7 +196,8 @@ class Block(nn.Module):
                                    layer=index, rec=rec, name=f"attn.{index}")
         x = self._sublayer(x, attn, self.ln1, f"attn.{index}", f"block{index}.ln1", rec)
         if self.cross is not None:
-            cross = lambda h: self.cross(h, memory, key_keep=memory_keep, rec=rec, name=f"cross.{index}")
+            cross = lambda h: self.cross(h, memory, key_keep=memory_keep, cache=cache, layer=index, rec=rec,
+                                         name=f"cross.{index}")
             x = self._sublayer(x, cross, self.ln_cross, f"cross.{index}", f"block{index}.ln_cross", rec)
         return self._sublayer(x, self.mlp, self.ln2, f"mlp.{index}", f"block{index}.ln2", rec)
 

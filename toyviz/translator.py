@@ -14,7 +14,7 @@ import torch.nn as nn
 from huggingface_hub import PyTorchModelHubMixin
 
 from .config import TranslatorConfig
-from .layers import Block, sinusoidal_encoding
+from .layers import Block, KVCache, sinusoidal_encoding
 from .trace import Recorder, TranslatorTrace
 
 
@@ -53,11 +53,11 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
                 nn.init.xavier_uniform_(p)
         self.out.weight = self.tgt_emb.weight                            # tied, as in the paper
 
-    def _embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
-        T = ids.shape[1]
-        if T > self.config.context:
-            raise ValueError(f"{T} tokens exceed the translator's context of {self.config.context}")
-        return self.drop(table(ids) * math.sqrt(self.config.d_model) + self.pe[:T])
+    def _embed(self, table: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        end = offset + ids.shape[1]
+        if end > self.config.context:
+            raise ValueError(f"{end} tokens exceed the translator's context of {self.config.context}")
+        return self.drop(table(ids) * math.sqrt(self.config.d_model) + self.pe[offset:end])
 
     def _stack(self, x, blocks, norm, rec, **kwargs):
         if rec is not None:
@@ -78,10 +78,12 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         return self._stack(self._embed(self.src_emb, src), self.encoder, self.enc_norm,
                            rec and rec.scope("enc."), key_keep=src_keep)
 
-    def decode(self, tgt, memory, src_keep, rec: Recorder | None = None):
-        """tgt (B, T) decoder inputs → logits (B, T, V_tgt)."""
-        h = self._stack(self._embed(self.tgt_emb, tgt), self.decoder, self.dec_norm,
-                        rec and rec.scope("dec."), causal=True, memory=memory, memory_keep=src_keep)
+    def decode(self, tgt, memory, src_keep, rec: Recorder | None = None, cache: KVCache | None = None):
+        """tgt (B, T) decoder inputs → logits (B, T, V_tgt); with a cache, tgt continues the cached positions."""
+        offset = cache.length if cache is not None else 0
+        h = self._stack(self._embed(self.tgt_emb, tgt, offset), self.decoder, self.dec_norm,
+                        rec and rec.scope("dec."), causal=True, memory=memory, memory_keep=src_keep,
+                        cache=cache)
         return self.out(h)
 
     def forward(self, src, tgt, src_keep=None):
@@ -90,32 +92,44 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
 
     @torch.no_grad()
     def search(self, src_ids: list[int], *, bos: int, eos: int, beam: int = 1, max_len: int | None = None,
-               alpha: float = 0.6) -> Hypothesis:
-        """Beam search for one sentence (beam=1 is greedy decoding)."""
+               alpha: float = 0.6, use_cache: bool = True) -> Hypothesis:
+        """Beam search for one sentence (beam=1 is greedy decoding).
+
+        With the cache each step feeds only the hypotheses' newest tokens and reorders the cached keys
+        to follow their parents; without it each step re-reads every prefix. Both give the same result.
+        """
         device = self.src_emb.weight.device
         max_len = min(max_len or self.config.context - 1, self.config.context - 1)
         src = torch.tensor([src_ids], device=device)
         keep = torch.ones_like(src, dtype=torch.bool)
         memory = self.encode(src, keep)
-        alive, finished = [Hypothesis([], 0.0, 0.0, False)], []
+        alive, finished, cache = [Hypothesis([], 0.0, 0.0, False)], [], KVCache() if use_cache else None
         for _ in range(max_len):
-            tgt = torch.tensor([[bos] + h.ids for h in alive], device=device)
             n = len(alive)
-            logp = self.decode(tgt, memory.expand(n, -1, -1), keep.expand(n, -1))[:, -1].log_softmax(-1)
+            if cache is None or cache.length == 0:
+                tgt = torch.tensor([[bos] + h.ids for h in alive], device=device)
+            else:
+                tgt = torch.tensor([[h.ids[-1]] for h in alive], device=device)
+            logits = self.decode(tgt, memory.expand(n, -1, -1), keep.expand(n, -1), cache=cache)
+            logp = logits[:, -1].log_softmax(-1)
             total = logp + torch.tensor([h.logprob for h in alive], device=device)[:, None]
             values, flat = total.flatten().topk(min(beam * 2, total.numel()))
-            candidates = []
+            candidates, parents = [], []
             for value, index in zip(values.tolist(), flat.tolist()):
                 parent, token = divmod(index, total.shape[1])
                 ids = alive[parent].ids + ([] if token == eos else [token])
                 done = token == eos
                 candidates.append(Hypothesis(ids, value, value / length_penalty(len(ids) + done, alpha), done))
+                parents.append(parent)
             finished += [h for h in candidates if h.finished][: beam]
-            alive = [h for h in candidates if not h.finished][:beam]
+            kept = [i for i, h in enumerate(candidates) if not h.finished][:beam]
+            alive = [candidates[i] for i in kept]
             best_done = max((h.score for h in finished), default=-math.inf)
             # stop when no open hypothesis can still beat the best finished one
             if not alive or len(finished) >= beam and best_done >= max(h.score for h in alive):
                 break
+            if cache is not None:
+                cache.select(torch.tensor([parents[i] for i in kept], device=device))
         return max(finished or alive, key=lambda h: h.score)
 
     @torch.no_grad()
