@@ -242,13 +242,18 @@ def build(explorer: Explorer) -> gr.Blocks:
                 layernorm_figs.layernorm_histogram(tr, norm_name, position, projector=projector))
 
     @friendly
-    def render_residual(prompt, position, projector):
-        tr, note = explorer.trace(prompt)
+    def render_residual(prompt, position, projector, model="gpt"):
+        tr, note = explorer.view(prompt, model)
         position = clamp(position, -len(tr.tokens), len(tr.tokens) - 1, int, "position") % len(tr.tokens)
+        if model == "gpt":
+            readout = (residual_figs.logit_lens(tr, gpt.model, piece, projector=projector),
+                       residual_figs.logit_attribution(tr, gpt.model, piece, position, projector=projector))
+        else:       # both read the stream through the GPT's final norm and unembedding; the encoder has none
+            readout = tuple(message("The logit lens and logit attribution read the GPT's next-token predictions: "
+                                    "pick the GPT.", title, filename=f"toyviz-{name}", projector=projector)
+                            for title, name in (("Logit lens", "logit-lens"), ("Logit attribution", "logit-attribution")))
         return (note, residual_figs.residual_norms(tr, position, projector=projector),
-                residual_figs.residual_shares(tr, projector=projector),
-                residual_figs.logit_lens(tr, gpt.model, piece, projector=projector),
-                residual_figs.logit_attribution(tr, gpt.model, piece, position, projector=projector))
+                residual_figs.residual_shares(tr, projector=projector)) + readout
 
     def sampling_settings(temperature, top_k, top_p):
         return (clamp(temperature, 0.0, 2.0, float, "temperature"),
@@ -405,7 +410,8 @@ def build(explorer: Explorer) -> gr.Blocks:
                 export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
         model = gr.Radio([("GPT", "gpt"), ("translator: encoder (reads the prompt as English)", "encoder"),
                           ("translator: decoder (writes its Spanish)", "decoder")], value=d["model"],
-                         label="model for the Tokens, Positions, Attention and Layer norm tabs (the others show the GPT)",
+                         label="model for the Tokens, Positions, Attention, Layer norm and Residual stream tabs "
+                               "(the others show the GPT)",
                          elem_id="model")
         link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", visible=True, max_lines=1)
         exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
@@ -552,7 +558,7 @@ def build(explorer: Explorer) -> gr.Blocks:
                                [note] + inside_out, [query, last_word], "inside"),
             "layernorm": renderer(tab_layernorm, render_layernorm, [prompt, norm_name, ln_position, projector, model],
                                   [note] + layernorm_out, [norm_name, ln_position], "layernorm"),
-            "residual": renderer(tab_residual, render_residual, [prompt, res_position, projector],
+            "residual": renderer(tab_residual, render_residual, [prompt, res_position, projector, model],
                                  [note] + residual_out, [res_position], "residual"),
             "sample": renderer(tab_sample, render_sample_bars, [prompt, temperature, top_k, top_p, projector],
                                [note, bars], [temperature, top_k, top_p], "next_token"),

@@ -11,11 +11,13 @@ import os
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
 
+import base64
 import html
 import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -97,6 +99,14 @@ def figure(value) -> dict:
     fig = json.loads(value["plot"])
     assert isinstance(fig.get("data"), list) and isinstance(fig.get("layout"), dict)
     return fig
+
+
+def array(value) -> np.ndarray:
+    """A plotly data array as JSON holds it: a list, or numpy's bytes as {'dtype', 'bdata', 'shape'}."""
+    if isinstance(value, dict):
+        shape = [int(n) for n in str(value.get("shape", "-1")).split(",")]
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).reshape(shape)
+    return np.asarray(value)
 
 
 def title(fig: dict) -> str:
@@ -631,7 +641,8 @@ def test_the_snapshot_note_names_what_the_slider_reaches():
 
 @pytest.mark.parametrize("stack", ["encoder", "decoder"])
 def test_the_model_picker_shows_a_translator_stack(shipped, stack):
-    """Tokens, Positions, Attention and Layer norm draw the translator's stack on the prompt as English."""
+    """Tokens, Positions, Attention, Layer norm and Residual stream draw the translator's stack on the
+    prompt as English."""
     if not SHIPPED_TRANSLATOR:
         pytest.skip("checkpoints/translator is missing")
     words = "English sentence" if stack == "encoder" else "Spanish output"
@@ -648,6 +659,14 @@ def test_the_model_picker_shows_a_translator_stack(shipped, stack):
     assert "pick the GPT" in json.dumps(figure(out[4]))                        # ablation is the GPT's
     norms = check_shape(shipped.call(SOURCE, "block0.ln1", 1, False, stack, api="/layernorm"), "TPPPP", "/layernorm")
     assert "block0.ln1" in title(figure(norms[3]))
+    residual = check_shape(shipped.call(SOURCE, -1, False, stack, api="/residual"), "TPPPP", "/residual")
+    shares = figure(residual[2])["data"][0]
+    parts = [f"{kind}.{i}" for i in range(depth) for kind in (("attn", "mlp") if stack == "encoder" else
+                                                                 ("attn", "cross", "mlp"))]
+    assert shares["y"] == ["embed"] + parts                                    # this stack's writes, in order
+    assert len(shares["x"]) == len(shipped.explorer.view(SOURCE, stack)[0].tokens)   # over this stack's tokens
+    assert np.allclose(array(shares["z"]).sum(axis=0), 1, atol=1e-4)              # they add up to its final stream
+    assert all("pick the GPT" in json.dumps(figure(f)) for f in residual[3:])  # the lens reads the GPT's head
     with pytest.raises(AppError, match="not in the list of choices"):
         shipped.call(SOURCE, False, "bert", api="/tokens")
     shipped.still_answers()

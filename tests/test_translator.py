@@ -104,8 +104,8 @@ def test_a_stack_view_is_what_the_model_computed_in_that_stack():
                               view.attention, atol=1e-5)                # probs are the softmax of its own scores
         assert set(view.layernorms) == {"block0.ln1", "block0.ln2", "block1.ln1", "block1.ln2", "ln_f"} | (
             {"block0.ln_cross", "block1.ln_cross"} if view.causal else set())
-        assert torch.allclose(sum(view.residual_parts.values()), tr.encoder_final if view is enc else tr.decoder_final,
-                              atol=1e-4)
+        assert view.residual_final is (tr.encoder_final if view is enc else tr.decoder_final)
+        assert torch.allclose(sum(view.residual_parts.values()), view.residual_final, atol=1e-4)
         table = m.src_emb if view is enc else m.tgt_emb                  # the embed write = scaled table row + PE
         assert torch.allclose(view.residual_parts["embed"] - view.positional,
                               table.weight[view.token_ids] * math.sqrt(32), atol=1e-5)

@@ -169,7 +169,8 @@ class TranslatorTrace:
 
     def stack(self, side: str) -> "StackView":
         """The encoder's or the decoder's self-attention stack, in the shape the GPT's Tokens,
-        Positions, Attention and Layer norm figures read (cross-attention stays in its own view)."""
+        Positions, Attention, Layer norm and residual-stream figures read (cross-attention stays in
+        its own view; the decoder's cross-attention writes are among its residual parts)."""
         if side not in ("encoder", "decoder"):
             raise ValueError(f"side must be 'encoder' or 'decoder', not {side!r}")
         enc = side == "encoder"
@@ -181,6 +182,7 @@ class TranslatorTrace:
             scores=self.encoder_scores if enc else self.decoder_scores,
             layernorms={k[len(prefix):]: v for k, v in self.layernorms.items() if k.startswith(prefix)},
             residual_parts=self.encoder_parts if enc else self.decoder_parts,
+            residual_final=self.encoder_final if enc else self.decoder_final,
             positional=None if self.positional is None else self.positional[: len(ids)],
             causal=not enc,
             described=("The English sentence as {n} tokens (EOS last), the encoder's input" if enc else
@@ -196,6 +198,7 @@ class StackView(SelfAttentionStack):
     scores: torch.Tensor
     layernorms: dict[str, dict[str, torch.Tensor]]
     residual_parts: dict[str, torch.Tensor]
+    residual_final: torch.Tensor      # [T, d_model] the stream the stack's final norm reads
     positional: torch.Tensor | None
     causal: bool
     described: str
