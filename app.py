@@ -161,6 +161,12 @@ def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:
     return FigurePlot(label=label or None, elem_id=elem_id, show_label=bool(label), visible=visible)
 
 
+def gpt_only(what: str, title: str, name: str, projector: bool):
+    """The figure a GPT-only panel shows while the picker is on a translator stack."""
+    return message(f"{what} the GPT's next-token predictions: pick the GPT.", title, filename=f"toyviz-{name}",
+                   projector=projector)
+
+
 def probability_html(pieces: list[tuple[str, float]]) -> str:
     """Generated text with each token's background as dark as the probability it was drawn with."""
     spans = (f'<span class="token-prob" title="p = {p:.3f}" style="background: rgba(99,102,241,{0.12 + 0.6 * p:.2f})">'
@@ -212,8 +218,7 @@ def build(explorer: Explorer) -> gr.Blocks:
             ablated = explorer.trace(prompt, ablate=tuple(heads))[0] if heads else tr
             ablation = attention_figs.ablation_comparison(tr, ablated, piece, projector=projector)
         else:
-            ablation = message("Head ablation compares the GPT's next-token predictions: pick the GPT.",
-                               "Switching heads off", filename="toyviz-ablation", projector=projector)
+            ablation = gpt_only("Head ablation compares", "Switching heads off", "ablation", projector)
         return (note, attention_figs.attention_grid(tr, mode=mode, labels=labels, projector=projector),
                 attention_figs.attention_head(tr, layer, head, mode=mode, projector=projector), table, ablation)
 
@@ -249,9 +254,8 @@ def build(explorer: Explorer) -> gr.Blocks:
             readout = (residual_figs.logit_lens(tr, gpt.model, piece, projector=projector),
                        residual_figs.logit_attribution(tr, gpt.model, piece, position, projector=projector))
         else:       # both read the stream through the GPT's final norm and unembedding; the encoder has none
-            readout = tuple(message("The logit lens and logit attribution read the GPT's next-token predictions: "
-                                    "pick the GPT.", title, filename=f"toyviz-{name}", projector=projector)
-                            for title, name in (("Logit lens", "logit-lens"), ("Logit attribution", "logit-attribution")))
+            readout = (gpt_only("The logit lens reads", "Logit lens", "logit-lens", projector),
+                       gpt_only("Logit attribution splits", "Logit attribution", "logit-attribution", projector))
         return (note, residual_figs.residual_norms(tr, position, projector=projector),
                 residual_figs.residual_shares(tr, projector=projector)) + readout
 

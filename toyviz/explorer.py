@@ -98,8 +98,8 @@ class Explorer:
         return trace, note
 
     def view(self, prompt, model: str = "gpt"):
-        """(what the Tokens, Positions, Attention, Layer norm and Residual stream tabs draw, note): the GPT's trace of
-        the prompt, or the translator's encoder or decoder stack on the prompt read as English
+        """(what the Tokens, Positions, Attention, Layer norm and Residual stream tabs draw, note): the
+        GPT's trace of the prompt, or the translator's encoder or decoder stack on the prompt read as English
         (translated greedily: these tabs show the stacks, not the search)."""
         if model == "gpt":
             return self.trace(prompt)
