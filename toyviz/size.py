@@ -40,14 +40,20 @@ def _model_for(config):
 
 
 def count_parameters(what) -> dict[str, int]:
-    """A preset name ("gpt2" …), a GPTConfig/TranslatorConfig or a model → {component: n, "total": n}.
-    Shared (tied) tensors count once, under the component that owns them first."""
+    """{component: n, "total": n} for a preset name ("gpt2" …), a GPTConfig/TranslatorConfig, an
+    nn.Module (ToyGPT, ToyTranslator), or what `toyviz.load` returns (a GPT or Translator, whose
+    `.model` is counted). Shared (tied) tensors count once, under the component that owns them first."""
     if isinstance(what, str):
         if what not in PRESETS:
             raise ValueError(f"unknown preset {what!r}; choose from {sorted(PRESETS)}")
         what = PRESETS[what]
-    if not isinstance(what, (GPTConfig, TranslatorConfig)):
+    if isinstance(getattr(what, "model", None), torch.nn.Module) and not isinstance(what, torch.nn.Module):
+        what = what.model                                          # toyviz.api.GPT / Translator
+    if isinstance(what, torch.nn.Module):
         return _count_model(what)
+    if not isinstance(what, (GPTConfig, TranslatorConfig)):
+        raise TypeError(f"count_parameters takes a preset name, a GPTConfig/TranslatorConfig, a model or "
+                        f"what toyviz.load returns, not {type(what).__name__}")
     depths = [f for f in ("n_layer", "n_encoder_layer", "n_decoder_layer") if hasattr(what, f)]
     shallow = replace(what, **dict.fromkeys(depths, 1))
     base = _count_model(_model_for(shallow))
