@@ -1,14 +1,28 @@
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from toyviz import experiments
+from toyviz import experiments, variants
 from toyviz.config import GPTConfig
 from toyviz.gpt import ToyGPT
 from toyviz.size import count_parameters
 
 BASE = experiments.BASELINE
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_variant_list_imports_no_training_code():
+    """The app lists the variants from toyviz.variants; that must not pull in the training loop."""
+    check = ("import sys, toyviz.variants as v; assert 'toyviz.train' not in sys.modules, 'toyviz.train imported'; "
+             "assert 'toyviz.experiments' not in sys.modules; print(len(v.VARIANTS))")
+    done = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(len(experiments.VARIANTS))
+    assert experiments.VARIANTS is variants.VARIANTS
 
 
 @pytest.mark.parametrize("name", list(experiments.VARIANTS))

@@ -6,7 +6,8 @@
 Every variant trains on the shipped GPT's Shakespeare split (Hamlet and Twelfth Night held out),
 with the same tokenizer, seed, schedule and number of training tokens, and a parameter count within
 ±5 % of the baseline. Results go to `<out>/results.json`; the no-mask model is saved to
-`<out>/no_causal_mask/` so the app can show what it attends to.
+`<out>/no_causal_mask/` so the app can show what it attends to. The variants themselves are
+listed in `toyviz.variants` (pure data, importable without the training loop).
 
 A time budget (`--minutes-per-variant`) still gives every variant the same token budget: the first
 variant trains for that long, and the number of steps it reached is used for all the others.
@@ -27,32 +28,14 @@ import torch
 from . import evaluate
 from .api import BOS_GPT, resolve_device
 from .checkpoint import CHECKPOINTS, save_folder
-from .config import GPTConfig
 from .gpt import ToyGPT
 from .size import count_parameters
 from .train import Distributed, cached_ids, cached_tokenizer, device_name, gpt_batch, train_loop
+from .variants import BASELINE, POSITIONAL, VARIANTS, variant_config
 
-BASELINE = GPTConfig(vocab_size=4096, context=128, n_layer=4, n_head=4, d_model=128, positional="sinusoidal",
-                     feed_forward="gelu", norm="pre", causal=True)
-# name → (what differs, config overrides, seed offset); SwiGLU's three matrices get 2/3 of 4·d to keep the size
-VARIANTS = {
-    "baseline": ("nothing: sinusoidal PE, GELU, pre-norm, causal mask", {}, 0),
-    "baseline_seed2": ("the baseline with another seed (the seed-to-seed spread)", {}, 1),
-    "learned_pe": ("learned absolute positions", {"positional": "learned"}, 0),
-    "rope": ("rotary positions on q and k", {"positional": "rope"}, 0),
-    "no_pe": ("no positional information at all", {"positional": "none"}, 0),
-    "swiglu": ("SwiGLU feed-forward, d_ff = 2/3 · 4d", {"feed_forward": "swiglu", "d_ff": 344}, 0),
-    "post_norm": ("LayerNorm after each residual add (the 2017 paper)", {"norm": "post"}, 0),
-    "no_causal_mask": ("trained without the causal mask", {"causal": False}, 0),
-}
-POSITIONAL = ("baseline", "learned_pe", "rope", "no_pe")     # evaluated at 1×, 2×, 4× the context
 HONEST_WINDOWS = 16                                           # windows scored one prefix at a time
 DEFAULT_STEPS = 1400                                           # 8 × 1400 × 0.26 s ≈ 49 min on 2 cores
 BATCH, LR, WARMUP, EVAL_EVERY = 16, 2e-3, 100, 100
-
-
-def variant_config(name: str) -> GPTConfig:
-    return replace(BASELINE, **VARIANTS[name][1])
 
 
 @torch.no_grad()
