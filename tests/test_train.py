@@ -348,3 +348,45 @@ def test_torchrun_two_ranks_only_rank_0_writes(tmp_path, corpus_file):
     # both ranks must tokenize with one tokenizer, cached under a key every process computes alike
     assert len(list((tmp_path / "cache" / "tokenizers").glob("*.tiktoken"))) == 1
     toyviz.load(str(runs / "0" / "gpt"), device="cpu")
+
+
+def test_a_run_that_slows_down_still_ends_on_its_budget(monkeypatch):
+    """--minutes re-estimates the step count as it goes: if steps take twice as long from step 150 on
+    (another job on the machine), a 10-minute budget still ends near 10 minutes, not at 15."""
+    import toyviz.train
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(toyviz.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+
+    def slows_down(step, wrapped):
+        clock["now"] += 1.0 if step < 150 else 2.0
+        return loss_fn(step, wrapped)
+
+    model, loss_fn = tiny_run(Distributed("cpu"))
+    history = train_loop(model, slows_down, steps=None, minutes=10, lr=1e-3, warmup=1, lr_floor=0.0,
+                         dist=Distributed("cpu"), tokens_per_step=BATCH * CONTEXT)
+    assert 590 <= clock["now"] <= 610, clock["now"]
+    assert history[-1]["lr"] < 1e-5            # the cosine still ends at the last step
+
+
+def test_probe_scores_are_recorded_every_k_steps_in_the_history():
+    model, loss_fn = tiny_run(Distributed("cpu"))
+    history = train_loop(model, loss_fn, steps=12, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
+                         tokens_per_step=BATCH * CONTEXT, probe_fn=lambda: {"induction": [[0.5, 0.25]]},
+                         probe_every=5)
+    assert [r["step"] for r in history if "heads" in r] == [5, 10, 12]      # and the last step
+    json.dumps(history)                                                     # history.json stays plain JSON
+
+
+def test_repeated_spans_copy_a_span_later_in_the_window():
+    ids = torch.arange(10_000, dtype=torch.int32) % 3000               # no accidental repeats within 256
+    x, y = gpt_batch(ids, 4095, 64, 256, torch.Generator().manual_seed(0), repeat_share=0.5)
+    repeated = 0
+    for row in y.tolist():
+        # a repeat shows as a position whose 8 tokens from there appeared earlier in the window
+        seen = {tuple(row[i: i + 8]) for i in range(len(row) - 8)}
+        copies = sum(tuple(row[i: i + 8]) in {tuple(row[j: j + 8]) for j in range(i - 7)} for i in range(8, 249))
+        repeated += copies > 0
+        assert all(t < 4095 for t in row) and seen              # random spans use ordinary tokens only
+    assert 16 <= repeated <= 48                                 # about half the 64 rows
+    assert (x[:, 0] == 4095).all() and torch.equal(x[:, 1:], y[:, :-1])

@@ -32,18 +32,22 @@ from .checkpoint import CHECKPOINTS, save_folder
 from .config import GPTConfig, TranslatorConfig
 from .data import cache_dir
 from .gpt import ToyGPT
+from .heads import make_probe_set, probe_scores
 from .tokenizer import Tokenizer, train_tokenizer
 from .translator import ToyTranslator
 
 # size and schedule flags; the defaults are the shipped recipes
 DEFAULTS = {
     "gpt": dict(layers=4, heads=4, d_model=256, d_ff=0, context=256, vocab=4096, batch=16, lr=1e-3, warmup=200,
-                lr_floor=0.1, dropout=0.0, positional="sinusoidal", feed_forward="gelu", norm="pre"),
+                lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="gelu", norm="pre",
+                repeat_share=0.1, probe_every=50),
     "translator": dict(layers=3, heads=4, d_model=256, d_ff=512, context=128, vocab=2048, batch=64, lr=1e-3, warmup=400,
-                       lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre"),
+                       lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre",
+                       repeat_share=0.0, probe_every=0),
 }
-TIMED_STEPS = (5, 25)                  # --minutes: the steps whose time fixes the step count
-GPT_SNAPSHOTS = (0.02, 0.1, 0.3)       # fractions of training at which the GPT is also saved
+TIMED_STEPS = (5, 25)                  # --minutes: the steps whose time first fixes the step count
+RETIME_EVERY = 100                     # --minutes: steps between two new estimates of the step count
+GPT_SNAPSHOTS = (0.02, 0.05, 0.1, 0.3)  # fractions of training at which the GPT is also saved
 MIN_TRAIN_CHARS = 20_000               # below this a BPE + GPT learn nothing worth looking at
 
 
@@ -140,12 +144,33 @@ def cached_ids(tok: Tokenizer, text: str, key: str) -> torch.Tensor:
     return ids
 
 
-def gpt_batch(ids: torch.Tensor, bos: int, batch: int, context: int, gen: torch.Generator):
-    """Random windows of the corpus, each starting with BOS as at inference → x, y (batch, context)."""
+def gpt_batch(ids: torch.Tensor, bos: int, batch: int, context: int, gen: torch.Generator,
+              repeat_share: float = 0.0):
+    """Random windows of the corpus, each starting with BOS as at inference → x, y (batch, context).
+
+    A `repeat_share` of the windows get a span repeated later in the same window (half of those spans
+    are random tokens): natural text repeats too seldom within 256 tokens for a small model to learn
+    in-context copying early, and copying is what induction heads do.
+    """
     starts = torch.randint(0, len(ids) - context, (batch,), generator=gen)
     window = torch.stack([ids[s: s + context] for s in starts.tolist()]).long()
+    for row in range(batch):
+        if torch.rand(1, generator=gen).item() < repeat_share:
+            add_repeated_span(window[row], bos, gen)
     x = torch.cat([torch.full((batch, 1), bos), window[:, :-1]], dim=1)
     return x, window
+
+
+def add_repeated_span(window: torch.Tensor, bos: int, gen: torch.Generator):
+    """In place: copy a span of 8 to context/2 tokens to a later place in the window; every other time
+    the span is first overwritten with random ordinary tokens (ids below BOS)."""
+    context = len(window)
+    period = int(torch.randint(8, context // 2, (1,), generator=gen))
+    first = int(torch.randint(0, context - 2 * period + 1, (1,), generator=gen))
+    second = int(torch.randint(first + period, context - period + 1, (1,), generator=gen))
+    if torch.rand(1, generator=gen).item() < 0.5:
+        window[first: first + period] = torch.randint(0, bos, (period,), generator=gen)
+    window[second: second + period] = window[first: first + period].clone()
 
 
 def length_buckets(pairs, batch: int, gen: torch.Generator) -> list[list[int]]:
@@ -181,13 +206,16 @@ def lr_at(step: int, total: int, peak: float, warmup: int, floor: float) -> floa
 
 def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: float, warmup: int,
                lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
-               snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1):
+               snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1,
+               probe_fn=None, probe_every: int = 0):
     """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch.
 
-    With `minutes` and no `steps`, steps 5–25 are timed and the step count is fixed from them and the
-    time already spent, so the warm-up + cosine schedule still ends exactly at the last step. The first
-    steps are left out of the timing because they run slower (allocation, DDP set-up): timing steps 0–10
-    made CPU runs stop 3–8 % short of their budget.
+    With `minutes` and no `steps`, the step count is estimated from the time of steps 5–25 and the
+    time already spent, and estimated again every RETIME_EVERY steps from the latest steps, so a run
+    that slows down (another job on the machine) still ends on its budget, with the warm-up + cosine
+    schedule ending at its last step. The first steps are left out of the timing because they run
+    slower (allocation, DDP set-up). `probe_fn()` → a dict stored in the history every `probe_every`
+    steps (the GPT's head scores).
     """
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -197,18 +225,18 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     history, start, last_save = [], time.time(), time.time()
     total = steps or 10**9
     bar = tqdm(total=steps, disable=not dist.main, unit="step", dynamic_ncols=True, mininterval=2)
-    snapshots = {int(f * (steps or 0)) for f in snapshot_at}
-    step = 0
+    snapshots_left = set(snapshot_at)
+    step, timed_from = 0, (TIMED_STEPS[0], start)
     while step < total:
-        if steps is None and step == TIMED_STEPS[0]:
-            timed_from = time.time()
-        if steps is None and step == TIMED_STEPS[1]:
+        if steps is None and step == timed_from[0]:
+            timed_from = (step, time.time())
+        if steps is None and step >= TIMED_STEPS[1] and (step == TIMED_STEPS[1] or step % RETIME_EVERY == 0):
             now = time.time()
-            per_step = (now - timed_from) / (TIMED_STEPS[1] - TIMED_STEPS[0])
+            per_step = (now - timed_from[1]) / (step - timed_from[0])
             left = int((minutes * 60 - (now - start)) / per_step)
-            total = dist.agree(step + max(0, left))             # ranks that disagree hang
+            total = dist.agree(step + max(1, left))             # ranks that disagree hang
             bar.total = total
-            snapshots = {int(f * total) for f in snapshot_at}
+            timed_from = (step, now)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, total, lr, warmup, lr_floor)      # total is 10**9 until --minutes fixes it
         wrapped.train()
@@ -225,10 +253,14 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
                       "train_loss": round(loss.item(), 4), "lr": opt.param_groups[0]["lr"]}
             if eval_fn and (step % eval_every == 0 or step == total):
                 record["val_loss"] = round(eval_fn(), 4)
+            if probe_fn and (step % probe_every == 0 or step == total):
+                record["heads"] = probe_fn()
             history.append(record)
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{step * tokens_per_step / elapsed:,.0f}")
-            if step in snapshots and on_save:
+            due = {f for f in snapshots_left if step >= f * total}
+            snapshots_left -= due
+            if due and on_save and step < total:
                 on_save(history, f"snapshots/step-{step:06d}")
             elif on_save and time.time() - last_save > save_every_min * 60:
                 on_save(history, None)
@@ -328,17 +360,23 @@ def train_gpt(args, dist: Distributed):
     eval_slice = val_ids[: 64 * args.context]          # a quick fixed slice for the loss curve
 
     def loss_fn(step, wrapped):
-        x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen)
+        x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen, args.repeat_share)
         x, y = dist.shard(x).to(args.device), dist.shard(y).to(args.device)
         return wrapped(x, y)[1]
 
     def eval_fn():
         return evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice)
 
+    probes = make_probe_set(bos, config.vocab_size, val_ids)
+
+    def probe_fn():
+        model.eval()                                    # no dropout in the measured attention
+        return probe_scores(model, probes)
+
     out = Path(args.out or CHECKPOINTS / "gpt")
     facts = {"text_source": source, "train_chars": len(train_text)}
     run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
-               GPT_SNAPSHOTS, dist)
+               GPT_SNAPSHOTS, dist, probe_fn)
     if run is not None:
         return _finish(args, GPT(run, tok, str(out)), "gpt", out, facts,
                        lambda gpt: evaluate.evaluate_gpt(gpt, val_text))
@@ -390,14 +428,14 @@ def train_translator(args, dist: Distributed):
     facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train)}
     run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
                train_loss, eval_fn,
-               int(args.batch * mean_tokens), (), dist)
+               int(args.batch * mean_tokens), (), dist, None)
     if run is not None:
         test = test_pairs if args.eval_limit is None else test_pairs[: args.eval_limit]
         return _finish(args, Translator(run, src_tok, tgt_tok, str(out)), "translator", out, facts,
                        lambda translator: evaluate.evaluate_translator(translator, test, beams=(1, 4)))
 
 
-def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist):
+def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist, probe_fn):
     start = time.time()
     facts.update({"out": loadable_name(out, kind),
                   "command": f"{dist.launcher} -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
@@ -411,7 +449,8 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
 
     history = train_loop(model, loss_fn, steps=args.steps, minutes=args.minutes, lr=args.lr, warmup=args.warmup,
                          lr_floor=args.lr_floor, dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
-                         snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every)
+                         snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every,
+                         probe_fn=probe_fn, probe_every=args.probe_every)
     if not dist.main:
         return None
     dist.take_all_cores()
@@ -440,7 +479,7 @@ def _finish(args, wrapper, kind, out, facts, evaluate_fn):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind", choices=["gpt", "translator"])
-    p.add_argument("--minutes", type=float, help="wall-clock budget (the step count is fixed by timing steps 5-25)")
+    p.add_argument("--minutes", type=float, help="wall-clock budget (the step count follows the measured step time)")
     p.add_argument("--steps", type=int, help="number of optimizer steps (overrides --minutes)")
     p.add_argument("--out", help="checkpoint folder (default checkpoints/<kind>)")
     p.add_argument("--device", default=None, help="cpu | cuda (default: TOYVIZ_DEVICE or auto)")
