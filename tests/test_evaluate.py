@@ -50,3 +50,15 @@ def test_shipped_translator_translates_a_held_in_verse():
     reference = "En el principio crió Dios los cielos y la tierra."
     shared = set(out.lower().strip(".").split()) & set(reference.lower().strip(".").split())
     assert {"principio", "dios", "cielos", "tierra"} <= shared, out
+
+
+def test_in_context_drop_is_the_second_copys_loss_over_the_first(tiny_gpt):
+    from toyviz.evaluate import in_context_drop
+    from toyviz.heads import make_probe_set
+
+    probes = make_probe_set(tiny_gpt.bos, tiny_gpt.config.vocab_size, list(range(100)), n=2, period=10)
+    ids = torch.tensor(probes.repeats)
+    logits, _ = tiny_gpt.model(ids[:, :-1])
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+    expected = (losses[:, 10:].mean() / losses[:, :10].mean()).item()
+    assert in_context_drop(tiny_gpt.model, probes.repeats, probes.period) == pytest.approx(expected, rel=1e-5)

@@ -71,3 +71,43 @@ def test_threshold_and_unmasked_entropy():
     assert label_heads(fake, threshold=0.3)[0].label == "previous-token"
     full = torch.full((T, T), 1 / T)
     assert pattern_scores(full, list(range(T)), causal=False)["entropy"] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- probes over a distribution ----
+
+from toyviz.heads import PROBE_PATTERNS, make_probe_set, probe_scores, repeat_induction_score
+
+
+def test_a_perfect_induction_head_scores_1_on_a_repeated_sequence():
+    period = 10
+    T = 1 + 2 * period
+    # query q in the second copy looks at q - period + 1: the token after the earlier occurrence
+    targets = [0] * (1 + period) + [q - period + 1 for q in range(1 + period, T)]
+    assert repeat_induction_score(one_hot_rows(targets, T), period) == pytest.approx(1.0)
+    assert repeat_induction_score(one_hot_rows([max(0, q - 1) for q in range(T)], T), period) == 0.0
+
+
+def test_a_uniform_head_scores_about_one_over_the_visible_length():
+    period = 20
+    T = 1 + 2 * period
+    score = repeat_induction_score(torch.ones(T, T).tril() / torch.arange(1, T + 1)[:, None], period)
+    expected = np.mean([1 / (q + 1) for q in range(1 + period, 1 + 2 * period)])
+    assert score == pytest.approx(expected) and score < 0.05
+
+
+def test_probe_set_is_fixed_and_shaped_as_described():
+    held_out = list(range(5, 600))
+    a, b = (make_probe_set(383, 384, held_out, n=3, period=12, text_len=40) for _ in range(2))
+    assert a == b
+    assert all(len(r) == 25 and r[0] == 383 and r[1:13] == r[13:] and 383 not in r[1:] for r in a.repeats)
+    assert all(len(t) == 40 and t[0] == 383 and t[1:] == held_out[t[1] - 5: t[1] - 5 + 39] for t in a.texts)
+
+
+def test_probe_scores_give_every_pattern_for_every_head(tiny_gpt):
+    held_out = tiny_gpt.tokenizer.encode("To be, or not to be, that is the question. " * 10)
+    probes = make_probe_set(tiny_gpt.bos, tiny_gpt.config.vocab_size, held_out, n=2, period=8, text_len=32)
+    scores = probe_scores(tiny_gpt.model, probes)
+    L, H = tiny_gpt.config.n_layer, tiny_gpt.config.n_head
+    assert set(scores) == set(PROBE_PATTERNS) | {"induction_share"}
+    for values in scores.values():
+        assert np.asarray(values).shape == (L, H) and 0 <= np.min(values) and np.max(values) <= 1

@@ -51,6 +51,29 @@ def evaluate_gpt(gpt, val_text: str, context: int | None = None) -> dict:
             "val_tokens": len(ids), "val_chars": len(val_text)}
 
 
+@torch.no_grad()
+def in_context_drop(model, repeats: list[list[int]], period: int) -> float:
+    """Mean loss on the second copy of BOS + r + r over the mean loss on the first copy (r random
+    tokens): near 1 without in-context copying, near 0 when an induction circuit predicts the repeat."""
+    model.eval()
+    device = next(model.parameters()).device
+    ids = torch.tensor(repeats, dtype=torch.long, device=device)            # (N, 1 + 2P)
+    logits, _ = model(ids[:, :-1])
+    losses = F.cross_entropy(logits.transpose(1, 2).float(), ids[:, 1:], reduction="none")   # (N, 2P)
+    return (losses[:, period:].mean() / losses[:, :period].mean()).item()
+
+
+def head_facts(gpt, val_text: str) -> dict:
+    """The strongest induction and previous-token heads over the probe set, and the in-context drop."""
+    from .heads import make_probe_set, probe_scores
+
+    probes = make_probe_set(gpt.bos, gpt.model.config.vocab_size, gpt.tokenizer.encode(val_text))
+    scores = probe_scores(gpt.model, probes)
+    return {"induction_score_max": max(map(max, scores["induction"])),
+            "previous_token_score_max": max(map(max, scores["previous-token"])),
+            "in_context_drop": in_context_drop(gpt.model, probes.repeats, probes.period)}
+
+
 def evaluate_translator(translator, pairs, beams=(1, 4)) -> dict:
     import sacrebleu
 
@@ -86,7 +109,7 @@ def main(argv=None):
     model = load(args.checkpoint or args.kind, device=args.device)
     if args.kind == "gpt":
         _, val_text = shakespeare.split(shakespeare.load_works())
-        result = evaluate_gpt(model, val_text)
+        result = evaluate_gpt(model, val_text) | head_facts(model, val_text)
     else:
         _, test = bible.split(bible.load_pairs())
         result = evaluate_translator(model, test, tuple(int(b) for b in args.beams.split(",")))

@@ -85,3 +85,70 @@ def label_heads(trace, threshold: float = THRESHOLD) -> list[HeadLabel]:
     """One label per head, layer by layer, from a trace's attention [L, H, T, T], token_ids and causal."""
     return [label_head(layer, head, trace.attention[layer, head], trace.token_ids, trace.causal, threshold)
             for layer in range(trace.attention.shape[0]) for head in range(trace.attention.shape[1])]
+
+
+# ---------------------------------------------------------------- probes over a distribution ----
+#
+# A label on one prompt says what a head did there; a probe set says what it does in general.
+# The fixed set mixes repeated random-token sequences (where only an induction head can predict
+# the second copy) with held-out text windows (where previous-token, first-token and self
+# patterns are measured on the language the model learned). Training records these scores every
+# few steps, so the Model tab can show when each head is born.
+
+PROBE_PATTERNS = ("previous-token", "induction", "first-token", "self")
+
+
+@dataclass
+class ProbeSet:
+    repeats: list[list[int]]   # BOS + r + r, r random tokens: induction is measured here
+    period: int                # len(r)
+    texts: list[list[int]]     # BOS + held-out text: the other patterns are measured here
+
+
+def make_probe_set(bos: int, vocab_size: int, held_out_ids, *, n: int = 8, period: int = 50,
+                   text_len: int = 128, seed: int = 0) -> ProbeSet:
+    """n repeated random sequences (tokens drawn from the non-special vocabulary) and n windows of
+    held-out text, the same for every call with the same arguments."""
+    gen = np.random.default_rng(seed)
+    repeats = []
+    for _ in range(n):
+        r = gen.integers(0, vocab_size, size=period)
+        r[r == bos] = (bos + 1) % vocab_size
+        repeats.append([bos] + r.tolist() + r.tolist())
+    held_out = list(map(int, held_out_ids))
+    span = max(1, len(held_out) - text_len)
+    texts = [[bos] + held_out[s: s + text_len - 1] for s in gen.integers(0, span, size=n).tolist()]
+    return ProbeSet(repeats, period, texts)
+
+
+def repeat_induction_score(probs, period: int) -> float:
+    """Mean attention from each token of the second copy (of BOS + r + r) to the token after its
+    first occurrence: query q = 1 + period + k looks at key q - period + 1."""
+    a = probs.detach().cpu().double().numpy() if isinstance(probs, torch.Tensor) else np.asarray(probs, float)
+    queries = np.arange(1 + period, 1 + 2 * period)
+    return float(a[queries, queries - period + 1].mean())
+
+
+def probe_scores(model, probes: ProbeSet) -> dict[str, list[list[float]]]:
+    """{pattern: [layer][head] score} averaged over the probe set, plus "induction_share": the share
+    of repeated sequences on which the head's induction score reaches THRESHOLD."""
+    L, H = model.config.n_layer, model.config.n_head
+    sums = {p: np.zeros((L, H)) for p in PROBE_PATTERNS}
+    holds = np.zeros((L, H))
+    for ids in probes.repeats:
+        att = model.trace(ids).attention                                  # [L, H, T, T]
+        for layer in range(L):
+            for head in range(H):
+                score = repeat_induction_score(att[layer, head], probes.period)
+                sums["induction"][layer, head] += score / len(probes.repeats)
+                holds[layer, head] += (score >= THRESHOLD) / len(probes.repeats)
+    for ids in probes.texts:
+        att = model.trace(ids).attention
+        for layer in range(L):
+            for head in range(H):
+                scores = pattern_scores(att[layer, head], ids)
+                for p in ("previous-token", "first-token", "self"):
+                    sums[p][layer, head] += scores[p] / len(probes.texts)
+    result = {p: np.round(v, 4).tolist() for p, v in sums.items()}
+    result["induction_share"] = np.round(holds, 4).tolist()
+    return result
