@@ -2,6 +2,15 @@
 
 Loading is strict (every weight present, none unexpected) and never unpickles: weights are
 safetensors. Anything wrong gives a one-line `CheckpointError` that says what to run.
+
+Where "gpt" and "translator" are looked for: `CHECKPOINTS / "gpt"` and `CHECKPOINTS / "translator"`,
+where CHECKPOINTS is chosen once, when toyviz is imported, in this order:
+
+1. the folder in the environment variable TOYVIZ_CHECKPOINTS, when it is set;
+2. else `checkpoints/` next to the `toyviz/` package, when it exists: a checkout, or `pip install -e .`;
+3. else `./checkpoints` in the current directory (an installed wheel carries no checkpoints).
+
+A folder path (or a Hub repo id) given to `toyviz.load` is used as is, wherever it lies.
 """
 from __future__ import annotations
 
@@ -16,7 +25,25 @@ from .gpt import ToyGPT
 from .tokenizer import Tokenizer
 from .translator import ToyTranslator
 
-CHECKPOINTS = Path(os.environ.get("TOYVIZ_CHECKPOINTS", Path(__file__).resolve().parent.parent / "checkpoints"))
+ENV_VAR = "TOYVIZ_CHECKPOINTS"
+NEXT_TO_PACKAGE = Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def candidates() -> list[Path]:
+    """The folders that may hold the shipped checkpoints, in the order they are tried (module docstring)."""
+    if os.environ.get(ENV_VAR):
+        return [Path(os.environ[ENV_VAR]).expanduser().absolute()]
+    return [NEXT_TO_PACKAGE, Path("checkpoints").absolute()]
+
+
+def find_checkpoints() -> Path:
+    """The first candidate that exists; else the last one (where training writes by default)."""
+    folders = candidates()
+    return next((f for f in folders if f.is_dir()), folders[-1])
+
+
+# the checkpoints folder: holds gpt/, translator/, experiments/; training writes here by default
+CHECKPOINTS = find_checkpoints()
 SHIPPED = ("gpt", "translator")
 # tokenizer files ("stem") each kind of checkpoint carries
 TOKENIZER_STEMS = {"gpt": ("tokenizer",), "translator": ("source", "target")}
@@ -30,6 +57,20 @@ def _fix(name_or_path: str) -> str:
     if name_or_path in SHIPPED:
         return f"run `python -m toyviz.train {name_or_path}` to create it"
     return "point at a folder written by `python -m toyviz.train` (config.json, model.safetensors, *.tiktoken)"
+
+
+def _not_shipped_here(name: str, path: Path) -> CheckpointError:
+    folders = candidates()
+    if CHECKPOINTS not in folders:
+        how = "set in toyviz.checkpoint.CHECKPOINTS"
+    elif os.environ.get(ENV_VAR):
+        how = f"from {ENV_VAR}"
+    else:
+        how = (f"checkpoints folders tried in order: {folders[0]} (next to the package), "
+               f"{folders[1]} (current directory)")
+    return CheckpointError(f"no checkpoint folder at {path} ({how}); set {ENV_VAR} to the folder that holds "
+                           f"gpt/ and translator/, pass a checkpoint folder's path instead of {name!r}, "
+                           f"or {_fix(name)}")
 
 
 def resolve(name_or_path: str) -> Path:
@@ -46,6 +87,8 @@ def resolve(name_or_path: str) -> Path:
             raise CheckpointError(f"no local folder {name_or_path!r}, and no Hub repo of that name could be "
                                   f"fetched ({type(err).__name__}); "
                                   f"{_fix(name_or_path)}") from None
+    if name_or_path in SHIPPED:
+        raise _not_shipped_here(name_or_path, path)
     raise CheckpointError(f"no checkpoint folder at {path}; {_fix(name_or_path)}")
 
 
