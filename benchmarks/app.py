@@ -36,10 +36,6 @@ def payload_bytes(outputs) -> int:
     return sum(len(o.to_json()) if hasattr(o, "to_json") else len(json.dumps(o)) for o in outputs)
 
 
-def endpoint(demo, name: str):
-    return next(f.fn for f in demo.fns.values() if f.api_name == name)
-
-
 def time_tab(render, prompts, *args):
     times, payload = [], 0
     for p in prompts:
@@ -79,9 +75,10 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     import app
-    explorer = app.load_explorer("gpt", "translator", None)
-    demo = app.build(explorer)
-    render = endpoint(demo, "attention")
+    from toyviz.explorer import Explorer
+    from toyviz import views
+    explorer = Explorer.load("gpt", "translator", None)
+    render = lambda prompt, *args: views.attention_view(explorer, prompt, *args)
     context = explorer.gpt.config.context
     n = 3 if args.quick else 15
     ms, payload = time_tab(render, [prompt_of(127, s) for s in range(n)], 1, 2, "probs", [], False)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from toyviz.checkpoint import CHECKPOINTS
-from toyviz.explorer import EXPERIMENTS
+from toyviz.explorer import EXPERIMENTS, Explorer
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
@@ -47,7 +47,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def url():
     import app
-    demo = app.build(app.load_explorer("gpt", "translator", "cpu"))
+    demo = app.build(Explorer.load("gpt", "translator", "cpu"))
     demo.queue(default_concurrency_limit=4, max_size=64)
     _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
                                 show_error=True, css=app.CSS)

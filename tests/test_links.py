@@ -18,18 +18,13 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import pytest
 
-from toyviz import links
-from toyviz.explorer import MAX_BEAM, MAX_NEW_TOKENS
+from toyviz import controls, links
+from toyviz.explorer import Explorer
 
 ROOT = Path(__file__).resolve().parent.parent
 CHANGED = dict(prompt="ROMEO: 🤖 café & co?=#frag /path%20x+y ‮rtl", layer=3, head=2, mode="scores", query=5,
                temperature=1.25, top_k=7, top_p=0.5, seed=42, max_new=12, text="The Lord is my shepherd; & = ?",
                beam=3, snapshot=1, projector=True, model="decoder")
-# model-independent ranges of the controls (app.py's sliders); layer/head/query/snapshot depend on the model
-RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
-          "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
-          "query": (-1, None), "snapshot": (-1, None)}
-
 
 def query_of(link: str) -> dict:
     assert link.startswith("?"), link
@@ -41,7 +36,7 @@ def round_trip(state: dict) -> dict:
 
 
 # ------------------------------------------------------------------------ parse / build ----
-@pytest.mark.parametrize("tab", links.TABS)
+@pytest.mark.parametrize("tab", controls.TABS)
 def test_every_tab_with_every_control_changed_round_trips(tab):
     state = dict(links.DEFAULTS, tab=tab, **CHANGED)
     assert round_trip(state) == state
@@ -55,7 +50,7 @@ def test_each_control_round_trips_on_its_own(key):
     assert round_trip(state) == state
 
 
-@pytest.mark.parametrize("tab", links.TABS)
+@pytest.mark.parametrize("tab", controls.TABS)
 def test_every_tab_alone_round_trips(tab):
     state = dict(links.DEFAULTS, tab=tab)
     assert links.build(state) == f"?tab={tab}"
@@ -123,17 +118,6 @@ OUT_OF_RANGE = {"temperature": ["5", "-1"], "top_k": ["-5", "1000000"], "top_p":
                 "query": ["-7"], "snapshot": ["-9"]}
 
 
-def accepted(key, value) -> bool:
-    """A value its control takes: the default's type, finite, inside the control's range."""
-    default = links.DEFAULTS[key]
-    if type(value) is not type(default):
-        return False
-    if isinstance(default, (int, float)) and not isinstance(default, bool):
-        low, high = RANGES[key]
-        return math.isfinite(value) and value >= low and (high is None or value <= high)
-    return value in links.CHOICES.get(key, [value])
-
-
 def cases(table):
     return [(k, v) for k, values in table.items() for v in values]
 
@@ -143,26 +127,29 @@ def test_junk_falls_back_to_the_default(key, raw):
     assert links.parse({key: raw}) == links.DEFAULTS
 
 
-def refused(table) -> list[str]:
-    """The cases of `table` that parse() does not turn into a value their control accepts (or that raise)."""
+def refused(table, link_ends) -> list[str]:
+    """The cases of `table` whose link opens the app with a value its control does not take (or raises):
+    the oracle is the app's own sliders, radios and boxes, not a copy of their ranges."""
+    _, restore_fn, outputs = link_ends
     problems = []
     for key, raw in cases(table):
         try:
-            value = links.parse({key: raw})[key]
+            out = restore(restore_fn, {key: raw})
         except Exception as err:                                    # noqa: BLE001 — parse must never raise
             problems.append(f"{key}={raw}: raises {type(err).__name__}: {err}")
             continue
-        if not accepted(key, value):
-            problems.append(f"{key}={raw} → {value!r}")
+        problems += [f"{key}={raw}: {p}" for c, v in zip(outputs[1:], out[1:]) if (p := control_accepts(c, v))]
     return problems
 
 
-def test_infinities_fall_back_and_never_raise():
-    assert not refused(NOT_FINITE)
+def test_infinities_fall_back_and_never_raise(link_ends):
+    assert not refused(NOT_FINITE, link_ends)
 
 
-def test_out_of_range_numbers_are_clamped_or_fall_back():
-    assert not refused(OUT_OF_RANGE)
+def test_out_of_range_numbers_are_clamped_or_fall_back(link_ends):
+    assert not refused(OUT_OF_RANGE, link_ends)
+    top = links.parse({"temperature": "5", "beam": "1000", "top_k": "10**9"})
+    assert (top["temperature"], top["beam"]) == (controls.RANGES["temperature"][1], controls.RANGES["beam"][1])
 
 
 def test_an_empty_prompt_in_a_link_falls_back():
@@ -186,9 +173,9 @@ def test_parse_takes_any_mapping_of_any_values():
 def link_ends(tiny_checkpoints):
     """(make_link, restore, restore's output components) from an app built on the tiny models."""
     import app
-    demo = app.build(app.load_explorer(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
-    fns = {getattr(f.fn, "__name__", ""): f for f in demo.fns.values()}
-    yield fns["make_link"].fn, fns["restore"].fn, fns["restore"].outputs
+    demo = app.build(Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
+    ui = demo.ui
+    yield ui.make_link, ui.restore, [ui.tabs] + ui.link_controls
     demo.close()
 
 
@@ -220,7 +207,7 @@ def control_accepts(component, value) -> str:
     return ""
 
 
-@pytest.mark.parametrize("tab", links.TABS)
+@pytest.mark.parametrize("tab", controls.TABS)
 def test_the_app_restores_what_its_copy_link_button_wrote(link_ends, tab):
     make_link, restore_fn, _ = link_ends
     values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True, "encoder"]

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from toyviz.checkpoint import CHECKPOINTS
+from toyviz.explorer import Explorer
 
 CLIENTS = 20
 SECONDS = float(os.environ.get("TOYVIZ_LOAD_SECONDS", "60"))
@@ -68,7 +69,7 @@ def test_twenty_clients_on_loopback(capsys):
     import app
     from gradio_client import Client
 
-    demo = app.build(app.load_explorer("gpt", "translator", "cpu"))
+    demo = app.build(Explorer.load("gpt", "translator", "cpu"))
     demo.queue(default_concurrency_limit=4, max_size=64)                  # as app.main queues it
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
                             show_error=True)

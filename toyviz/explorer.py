@@ -1,8 +1,8 @@
 """What the app holds between requests: the loaded models, a trace cache, and input checking.
 
 No Gradio here: the app turns `PromptError` into a message in the page. Every value that comes
-from a browser or the HTTP API passes through `clamp` or a check before it reaches a model, so a
-wrong type or an absurd number gives a message or a clamped value, never a traceback.
+from a browser or the HTTP API passes through `controls.clamp` or a check before it reaches a model,
+so a wrong type or an absurd number gives a message or a clamped value, never a traceback.
 """
 from __future__ import annotations
 
@@ -11,27 +11,13 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+from types import SimpleNamespace
 
 from .api import GPT, PromptError, Translator
 from .checkpoint import CHECKPOINTS
+from .controls import MAX_PROMPT_CHARS, MODELS, clamp, setting
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
-
-MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
-MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
-MAX_BEAM = 8
-MODELS = ("gpt", "encoder", "decoder")      # what the model picker offers: the GPT or one translator stack
-
-
-def clamp(value, low, high, kind=float, name="value"):
-    """A number from the browser/API forced into [low, high]; junk gives a PromptError."""
-    try:
-        number = kind(float(value))
-    except (TypeError, ValueError):
-        raise PromptError(f"{name} must be a number, got {value!r}") from None
-    if number != number:                                   # NaN
-        raise PromptError(f"{name} must be a number, got NaN")
-    return min(max(number, kind(low)), kind(high))
 
 
 def clean_prompt(text) -> tuple[str, str]:
@@ -71,19 +57,52 @@ class LRU:
 class Explorer:
     """The models the app shows, and one trace per (model, prompt, options), shared by every tab."""
 
-    def __init__(self, gpt: GPT | None, translator: Translator | None, cache_size: int = 32):
+    def __init__(self, gpt: GPT | None, translator: Translator | None, cache_size: int = 32,
+                 problems: dict[str, str] | None = None):
         self.gpt, self.translator = gpt, translator
+        self.problems = problems or {}       # "gpt"/"translator" → why it could not be loaded
         self.traces, self.translations = LRU(cache_size), LRU(cache_size)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
 
+    @classmethod
+    def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
+        """Load both models once; a missing or broken one leaves its tabs saying why (the path and the
+        reason) instead of a crash."""
+        from . import CheckpointError, load
+        models, problems = {}, {}
+        for name, where in (("gpt", gpt), ("translator", translator)):
+            try:
+                models[name] = load(where, device=device)
+            except CheckpointError as err:
+                models[name], problems[name] = None, str(err)
+        return cls(models["gpt"], models["translator"], problems=problems)
+
+    def sizes(self) -> SimpleNamespace:
+        """What the controls are sized for: the layer and head sliders serve the GPT and both translator
+        stacks (so the largest of them), position sliders the GPT's context, the translate tab's pickers
+        the translator, the snapshot slider the GPT's saved snapshots."""
+        gpt = self.gpt.config if self.gpt else None
+        tr = self.translator.config if self.translator else None
+        depths = [gpt.n_layer] if gpt else []
+        depths += [tr.n_encoder_layer, tr.n_decoder_layer] if tr else []
+        return SimpleNamespace(
+            layers=max(depths, default=1), heads=max([c.n_head for c in (gpt, tr) if c], default=1),
+            # without a GPT the controls are those of a 1×1 model, so a request still reaches "no GPT loaded"
+            gpt_heads=[f"{l}.{h}" for l in range(gpt.n_layer if gpt else 1) for h in range(gpt.n_head if gpt else 1)],
+            context=gpt.context if gpt else 2,
+            translator_layers=max(tr.n_encoder_layer, tr.n_decoder_layer) if tr else 1,
+            translator_heads=tr.n_head if tr else 1, snapshots=len(self.snapshots()) if gpt else 1)
+
     def need_gpt(self) -> GPT:
         if self.gpt is None:
-            raise PromptError("no GPT checkpoint is loaded: run `python -m toyviz.train gpt` first")
+            raise PromptError("no GPT checkpoint is loaded: " + self.problems.get(
+                "gpt", "run `python -m toyviz.train gpt` first"))
         return self.gpt
 
     def need_translator(self) -> Translator:
         if self.translator is None:
-            raise PromptError("no translator checkpoint is loaded: run `python -m toyviz.train translator` first")
+            raise PromptError("no translator checkpoint is loaded: " + self.problems.get(
+                "translator", "run `python -m toyviz.train translator` first"))
         return self.translator
 
     def trace(self, prompt, *, causal: bool = True, ablate: tuple = ()):
@@ -112,13 +131,52 @@ class Explorer:
 
     @staticmethod
     def layer_head(view, layer, head) -> tuple[int, int]:
-        """Layer and head clamped to the stack on screen (the sliders are sized for the GPT)."""
+        """Layer and head clamped to the stack on screen (the sliders are sized for the largest stack)."""
         return (clamp(layer, 0, view.n_layer - 1, int, "layer"), clamp(head, 0, view.n_head - 1, int, "head"))
+
+    @staticmethod
+    def position(view, position, name: str = "position") -> int:
+        """A token position (negative counts from the end) clamped to the prompt on screen."""
+        T = len(view.tokens)
+        return clamp(position, -T, T - 1, int, name) % T
+
+    def ablated_heads(self, choices) -> tuple[tuple[int, int], ...]:
+        """The ablation checkboxes' "layer.head" strings → (layer, head) pairs of the GPT."""
+        heads = []
+        for choice in choices or []:
+            layer, _, head = str(choice).partition(".")
+            if not (layer.isdigit() and head.isdigit()):
+                raise PromptError(f"heads to switch off are written layer.head (e.g. 1.3), not {choice!r}")
+            heads.append((int(layer), int(head)))
+        return tuple(heads)
+
+    def mask_experiment(self, prompt, last_word):
+        """What the causal mask is for: the prompt and the prompt with its last word replaced, each
+        traced with and without the mask → (masked, edited, unmasked, edited unmasked) traces. Without
+        the mask the earlier positions' outputs change when a later word does: the future leaks."""
+        text, _ = clean_prompt(prompt)
+        words = text.rsplit(maxsplit=1)
+        edited = (words[0] + " " if len(words) > 1 else "") + (str(last_word or "").strip() or "dream")
+        return (self.trace(text)[0], self.trace(edited)[0], self.trace(text, causal=False)[0],
+                self.trace(edited, causal=False)[0])
+
+    def translator_layer(self, kind: str, layer) -> tuple[int | None, str]:
+        """The translate tab's layer choice ("average" or a number) for the stack `kind` shows → (layer
+        or None for the average, a note when the number was past that stack's depth)."""
+        if layer in (None, "average"):
+            return None, ""
+        config = self.need_translator().config
+        depth = config.n_encoder_layer if kind == "encoder" else config.n_decoder_layer
+        layer = clamp(layer, 0, 10**6, int, "layer")
+        if layer < depth:
+            return layer, ""
+        stack = "encoder" if kind == "encoder" else "decoder"
+        return depth - 1, f"The {stack} has {depth} layers: showing its last. "
 
     def translate(self, text, beam):
         translator = self.need_translator()
         text, note = clean_prompt(text)
-        beam = clamp(beam, 1, MAX_BEAM, int, "beam")
+        beam = setting("beam", beam)
         out = self.translations.get((text, beam), lambda: translator.translate(text, beam=beam))
         if out.truncated:
             note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
@@ -128,6 +186,10 @@ class Explorer:
     def history(self) -> list[dict]:
         path = Path(self.need_gpt().source) / "history.json"
         return json.loads(path.read_text()) if path.is_file() else []
+
+    def head_profile(self) -> dict | None:
+        """The GPT's head scores over its probe set, as training last recorded them (None if it did not)."""
+        return next((r["heads"] for r in reversed(self.history()) if "heads" in r), None)
 
     def snapshots(self) -> list[Path]:
         """Snapshot folders in training order, then the final checkpoint itself."""
@@ -157,6 +219,12 @@ class Explorer:
             raise PromptError("the no-mask model is not there: run `python -m toyviz.experiments`")
         device = str(self.gpt.device) if self.gpt else None          # beside the GPT, or wherever load picks
         return self.extra_models.get(str(folder), lambda: load(str(folder), device=device))
+
+    def no_mask_sample(self, prompt, new_tokens: int = 40) -> str:
+        """The no-mask model's greedy continuation of the prompt: it learned to copy the next token,
+        which it can no longer see once it writes on its own."""
+        text, _ = clean_prompt(prompt)
+        return "".join(s.text for s in self.no_mask_model().generate(text, new_tokens, temperature=0.0))
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = 48) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""

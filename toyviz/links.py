@@ -1,7 +1,7 @@
 """Deep links: the view a lecturer sees, written into and read back from the URL query.
 
 Only query parameters (no server-side state), so a link keeps working after a restart.
-`parse` never raises and returns only values the app's controls accept: an unknown key is
+`parse` never raises and returns only values the app's controls accept (toyviz.controls): an unknown key is
 ignored, junk (text where a number belongs, NaN, infinity, an empty prompt) falls back to its
 default, and a number outside its control's range is clamped into it — a link from a bigger
 model, or a hand-edited one, still opens on a working view.
@@ -11,22 +11,8 @@ from __future__ import annotations
 import math
 from urllib.parse import urlencode
 
-from .explorer import MAX_BEAM, MAX_NEW_TOKENS, MODELS
+from .controls import CHOICES, DEFAULTS, RANGES
 
-TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "sample", "translate", "model", "experiments")
-DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
-DEFAULT_SOURCE = "In the beginning God created the heavens and the earth."
-
-DEFAULTS = {
-    "tab": "attention", "prompt": DEFAULT_PROMPT, "layer": 0, "head": 0, "mode": "probs", "query": -1,
-    "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 0, "max_new": 80,
-    "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False, "model": "gpt",
-}
-CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
-# the controls' ranges; None = up to the loaded model (its layers, heads, context, snapshots), see `parse(upper=…)`
-RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
-          "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
-          "query": (-1, None), "snapshot": (-1, None)}
 MAX_TEXT = 2000                                            # a link is no way to send a novel
 
 

@@ -1,0 +1,146 @@
+"""Tab renderers called directly, as a tool or a notebook would: no Gradio, no server.
+
+The shipped checkpoints are part of the repository, so these tests use them; the tiny random
+models cover the cases the shipped ones cannot (no snapshots, a missing no-mask model).
+"""
+import sys
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import toyviz
+from toyviz import views
+from toyviz.api import PromptError
+from toyviz.controls import RANGES
+from toyviz.explorer import Explorer
+from toyviz.size import count_parameters
+
+PROMPT = "To be, or not to be, that is the question"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Explorer:
+    return Explorer(toyviz.load("gpt", device="cpu"), toyviz.load("translator", device="cpu"))
+
+
+def title(fig) -> str:
+    return fig.layout.title.text
+
+
+# (view, its arguments after the explorer, what it returns: T text, P figure)
+PLAIN = {
+    "tokens": (views.tokens_view, (PROMPT, False), "TPP"),
+    "positions": (views.positions_view, (PROMPT, "cosine", False), "TPPP"),
+    "attention": (views.attention_view, (PROMPT, 1, 2, "probs", ["1.2"], False), "TPPTP"),
+    "inside": (views.inside_view, (PROMPT, 1, 2, -1, "dream", False), "TPPP"),
+    "layernorm": (views.layernorm_view, (PROMPT, "block1.ln2", 3, False), "TPPPP"),
+    "residual": (views.residual_view, (PROMPT, -1, False), "TPPPP"),
+    "next_token": (views.next_token_view, (PROMPT, 0.8, 50, 0.95, False), "TP"),
+    "translate": (views.translate_view, ("The Lord is my shepherd.", 2, "cross", "1", "2", False), "TTPP"),
+    "model": (views.model_view, (PROMPT, -1, "step", False), "PPPTP"),
+    "experiments": (views.experiments_view, (PROMPT, ["baseline", "rope"], "tokens", False), "TPPPPPT"),
+    "size": (views.size_view, ("gpt2",), "TP"),
+}
+
+
+@pytest.mark.parametrize("name", list(PLAIN))
+def test_every_renderer_answers_a_plain_input(shipped, name):
+    view, args, spec = PLAIN[name]
+    out = view(shipped, *args)
+    assert len(out) == len(spec)
+    for value, kind in zip(out, spec):
+        if kind == "T":
+            assert isinstance(value, str)
+        else:
+            assert (value.data or value.layout.annotations) and title(value), f"{name}: an empty figure"
+
+
+def test_what_the_renderers_say(shipped):
+    note, grid, head, table, ablation = views.attention_view(shipped, PROMPT, 1, 2, "probs", ["1.2"], False)
+    assert note == "" and "layer 1, head 2" in title(head) and "1.2" in title(ablation)
+    cfg = shipped.gpt.config
+    assert table.startswith("| head | label |") and len(table.splitlines()) == 2 + cfg.n_layer * cfg.n_head
+    assert "13 tokens" in title(views.tokens_view(shipped, PROMPT)[1])
+    assert "block1.ln2" in title(views.layernorm_view(shipped, PROMPT, "block1.ln2", 3)[3])
+    text, bars = views.size_view(shipped, views.LOADED_GPT)
+    assert f"**{count_parameters(shipped.gpt)['total']:,} parameters**" in text and "MiB in fp32" in text
+    text, _ = views.size_view(shipped, views.LOADED_TRANSLATOR)
+    assert f"**{count_parameters(shipped.translator)['total']:,} parameters**" in text
+    assert "354,823,168" in views.size_view(shipped, "gpt2-medium")[0]
+    assert views.preset_fields(shipped, "gpt2")[:3] == [12, 12, 768] and views.preset_fields(shipped, "custom") is None
+    results = shipped.experiment_results()                  # shipped: the summary speaks of its variants
+    summary, curves, *_ = views.experiments_view(shipped, PROMPT, ["baseline", "rope"], "tokens", False)
+    assert "baseline" in summary and {d.name for d in curves.data} >= {"baseline", "rope"} and results
+
+
+def test_the_renderers_clamp_to_the_controls_ranges(shipped):
+    """Behind Gradio's slider bounds the renderers clamp again (a browser or an old client may send
+    anything), to the same ranges the sliders and the links use (toyviz.controls.RANGES)."""
+    cfg = shipped.gpt.config
+    head = views.attention_view(shipped, PROMPT, 99, -5, "probs", [], False)[2]
+    assert f"layer {cfg.n_layer - 1}, head 0" in title(head)
+    bars = views.next_token_view(shipped, PROMPT, -3.0, 10**9, 7.0, False)[1]
+    top_k, top_p = RANGES["top_k"][1], RANGES["top_p"][1]
+    assert "temperature 0," in title(bars) and f"top-k {top_k}" in title(bars) and f"top-p {top_p:g}" in title(bars)
+    assert "top-p 0.05" in title(views.next_token_view(shipped, PROMPT, 0.8, 50, 0.0001)[1])
+    with pytest.raises(PromptError, match="layer must be a number"):
+        views.attention_view(shipped, PROMPT, "one", 0)
+    with pytest.raises(PromptError, match="NaN"):
+        views.next_token_view(shipped, PROMPT, float("nan"), 50, 0.95)
+    with pytest.raises(PromptError, match="layer.head"):
+        views.attention_view(shipped, PROMPT, 0, 0, "probs", ["1-2"])
+    note, tokens, _ = views.tokens_view(shipped, "a\ud800b")        # a lone surrogate (JSON cannot carry it)
+    assert "tokens" in title(tokens)
+    assert views.translate_view(shipped, "Hello.", 1000)[1]
+    note = views.translate_view(shipped, "Hello.", 1, "encoder", "7")[0]
+    assert f"{shipped.translator.config.n_encoder_layer} layers: showing its last" in note
+
+
+def test_generation_streams_token_by_token_and_ends_with_the_figure(shipped):
+    updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 6, 1, False))
+    assert len(updates) == 7 and all(u[3] is None for u in updates[:-1]) and updates[-1][3] is not None
+    assert [u[1].count('class="token-prob"') for u in updates] == [1, 2, 3, 4, 5, 6, 6]
+
+
+def test_the_mask_experiment_changes_only_the_last_word(shipped):
+    masked, edited, unmasked, edited_unmasked = shipped.mask_experiment(PROMPT, "dream")
+    assert masked.tokens[:-1] == edited.tokens[:-1] and edited.tokens[-1].strip() == "dream"
+    assert masked.causal and not unmasked.causal and unmasked.tokens == masked.tokens
+
+
+def test_the_snapshot_note_names_what_the_slider_reaches():
+    assert "no earlier training snapshots" in views.snapshot_note("final", [])
+    note = views.snapshot_note("step-000340", ["step-000068", "step-000340"])
+    assert "**step-000340**" in note and "step-000068, step-000340 and the final model" in note
+
+
+def test_experiments_draw_the_measurements_when_the_no_mask_model_is_missing(tmp_path, monkeypatch, tiny_gpt):
+    """results.json alone is enough for the curves and bars; the no-mask panels say what is missing."""
+    import toyviz.explorer
+    (tmp_path / "results.json").write_bytes((toyviz.explorer.EXPERIMENTS / "results.json").read_bytes())
+    monkeypatch.setattr(toyviz.explorer, "EXPERIMENTS", tmp_path)
+    description, curves, bars, extrapolation, no_mask_bars, attention, sample = views.experiments_view(
+        Explorer(tiny_gpt, None), PROMPT, ["baseline", "rope"], "tokens", False)
+    assert {d.name for d in curves.data} >= {"baseline", "rope"} and len(bars.data) and len(no_mask_bars.data)
+    assert "no-mask model is not there" in sample
+    assert "no-mask model is not there" in attention.layout.annotations[0].text
+
+
+def test_the_app_starts_without_the_training_code():
+    code = "import sys, app; assert 'toyviz.train' not in sys.modules, 'app imported the training loop'"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
+def test_the_head_table_adds_each_heads_label_over_the_probe_set(shipped, monkeypatch):
+    cfg = shipped.gpt.config
+    profile = {p: [[0.0] * cfg.n_head for _ in range(cfg.n_layer)] for p in ("previous-token", "first-token", "self")}
+    profile["induction"] = [[0.0] * cfg.n_head for _ in range(cfg.n_layer)]
+    profile["induction"][1][3], profile["induction_share"] = 0.8, [[1.0] * cfg.n_head for _ in range(cfg.n_layer)]
+    monkeypatch.setattr(shipped, "history", lambda: [{"step": 10, "train_loss": 3.0, "heads": profile}])
+    table = views.attention_view(shipped, PROMPT)[3]
+    assert "over the probe set" in table.splitlines()[0]
+    row = next(line for line in table.splitlines() if line.startswith("| 1.3 |"))
+    assert row.endswith("**induction** 0.80, on 100% of probes |")
+    assert "over the probe set" not in views.attention_view(shipped, PROMPT, model="encoder")[3]

@@ -1,0 +1,355 @@
+"""Tab renderers: one plain function per tab and action, inputs → (note, figures …).
+
+The app binds each of these to its tab's controls and a named HTTP endpoint; tests and tools call
+them directly, with no Gradio. Every input arrives as the browser or the API sent it: each renderer
+clamps or checks it (toyviz.controls, Explorer) before a model sees it, and a user's mistake raises
+`PromptError` with a message meant for the page.
+
+The figure-returning outputs are plotly figures; text outputs are Markdown or HTML strings.
+"""
+from __future__ import annotations
+
+import html
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .api import PromptError
+from .config import GPTConfig
+from .controls import DEFAULT_PROMPT, DEFAULT_SOURCE, clamp, setting
+from .explorer import Explorer, clean_prompt
+from .figures import attention as attention_figs
+from .figures import experiments as experiment_figs
+from .figures import layernorm as layernorm_figs
+from .figures import mask as mask_figs
+from .figures import message, standalone_html
+from .figures import model as model_figs
+from .figures import positional as positional_figs
+from .figures import residual as residual_figs
+from .figures import sampling as sampling_figs
+from .figures import tokens as token_figs
+from .figures import translation as translation_figs
+from .heads import HeadLabel, general_label, label_heads
+from .layers import sinusoidal_encoding
+from .size import PRESETS, count_parameters, describe_size
+
+LOADED_GPT, LOADED_TRANSLATOR = "this app's GPT", "this app's translator"     # size-calculator presets
+
+# each tab's explanation, shown above it
+EXPLAIN = {
+    "tokens": "The model never sees letters: a byte-level BPE tokenizer, trained on the same text, cuts the prompt "
+              "into pieces and each piece becomes a vector. A BOS token (`<|endoftext|>`) always comes first.",
+    "positional": "Attention alone cannot tell word order, so a position vector is added to every token. The "
+                  "sinusoidal encoding gives each position a unique pattern whose dot products depend on distance.",
+    "attention": "Each head turns every token into a query and compares it with the keys of the tokens it may see "
+                 "(the GPT and the translator's decoder: those before it; the encoder: all of them); the softmax of "
+                 "those scores says where the token looks. Switch the GPT's heads off to see what they do.",
+    "inside": "One head, one query token, every number the model computed, from its normalised input to its write "
+              "into the residual stream. Below: what the causal mask is for.",
+    "positional_bugs": "**Why the bugs break position information.** *no_d_model_scaling* computes the "
+                       "frequencies as exp(−2i·ln 10000) without dividing by d_model: all but the first few "
+                       "dimensions get frequencies near 0, so they are sin(0) = 0 and cos(0) = 1 at every position "
+                       "and only two or three dimensions carry position — distant positions collide. "
+                       "*cos_overwrites_sin* writes the cosine into the even columns again, so half the "
+                       "dimensions stay 0 and cos(pos·f) = cos(−pos·f) cannot tell some positions apart; the "
+                       "smallest distance between two positions (in each panel's title) drops accordingly.",
+    "no_mask": "**Without the causal mask** every token could read the tokens after it — including the one "
+                       "it is trained to predict, so training would teach it to copy. A stack without the mask is "
+                       "a bidirectional encoder, as in BERT, which is trained instead to fill in masked-out tokens.",
+    "layernorm": "Before each sub-layer, LayerNorm rescales every token's vector to mean 0 and standard deviation 1, "
+                 "then applies a learned scale γ and shift β. The input spread grows with depth; the output does not.",
+    "residual": "Every sub-layer adds its output to a running sum, the residual stream; the final norm and the "
+                "unembedding read the sum. The writes add up exactly, so each one's share of the prediction can be measured.",
+    "sample": "The model outputs one score (logit) per vocabulary entry; temperature divides them before the softmax, "
+              "top-k and top-p cut the tail. Low temperature is safe and dull, high is varied and wild.",
+    "translate": "**English → the Spanish of the 1909 Reina-Valera Bible, learned from Bible verses alone:** it "
+                 "handles verse-like English and stumbles on everyday sentences. The encoder reads the English; the "
+                 "decoder writes Spanish one token at a time, looking back at its own output (causal self-attention) "
+                 "and at the English (cross-attention).",
+    "experiments": "Small GPTs that differ from a baseline in exactly one thing — positions, feed-forward, norm "
+                   "placement, the causal mask — trained on the same data, seed and budget. The sentences below are "
+                   "what this run measured, including where it contradicts the course material.",
+    "model": "Where the parameters are, how attention memory grows with the square of the length, how training "
+             "went, and how attention patterns formed along the way.",
+}
+# per tab: (label, prompt) pairs chosen to show that tab's idea on the shipped models
+EXAMPLES = {
+    "tokens": [("a famous line", DEFAULT_PROMPT),
+               ("rare words split into pieces", "Unquestionably, thou art the most incomprehensible gentlewoman"),
+               ("names, numbers, capitals", "KING HENRY V. Act IV, Scene 3: 1415, Saint Crispin's day")],
+    "positional": [("a short prompt", "To be, or not to be"),
+                   ("a long prompt", "Now is the winter of our discontent made glorious summer by this sun of York; "
+                                     "and all the clouds that lour'd upon our house in the deep bosom of the ocean buried.")],
+    "attention": [("a repeated phrase (induction)", "the king, the queen, the king, the queen, the king, the"),
+                  ("a repeated line", "ROMEO: But soft, what light through yonder window breaks? ROMEO: But soft, "
+                                      "what light through yonder"),
+                  ("a famous line", DEFAULT_PROMPT)],
+    "inside": [("a famous line", DEFAULT_PROMPT),
+               ("a repeated phrase", "the king, the queen, the king, the queen, the king, the")],
+    "layernorm": [("a famous line", DEFAULT_PROMPT),
+                  ("shouting and punctuation", "O! O! O! O!!! WHAT, HO! APOTHECARY!!"),
+                  ("the same word again and again", "night night night night night night night night")],
+    "residual": [("an easy next token", "To be, or not to"),
+                 ("a speaker's name comes next", "ROMEO: I dreamt a dream to-night.\nMERCUTIO: And so did I.\n"),
+                 ("a famous line", DEFAULT_PROMPT)],
+    "sample": [("a speech begins", "KING RICHARD III:\nNow is the winter of our discontent"),
+               ("a scene begins", "ACT I. SCENE I. Verona. A public place.\n\nEnter"),
+               ("a love letter", "My dearest lady, thou art")],
+    "text": [("Genesis 1:1", DEFAULT_SOURCE), ("Psalm 23:1", "The Lord is my shepherd; I shall lack nothing."),
+             ("John 21:12", "Jesus said to them, Come and eat breakfast."),
+             ("an everyday sentence (its limits)", "The dog runs in the garden.")],
+}
+
+
+def examples(tab: str) -> dict[str, list[str]]:
+    """A tab's example inputs and their labels, as gr.Examples' keyword arguments."""
+    return {"examples": [text for _, text in EXAMPLES[tab]], "example_labels": [name for name, _ in EXAMPLES[tab]]}
+
+
+# ---------------------------------------------------------------- prompt tabs --------------
+
+def tokens_view(explorer: Explorer, prompt, projector=False, model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    return note, token_figs.token_pieces(tr, projector=projector), token_figs.embedding_norms(tr, projector=projector)
+
+
+def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False, model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
+    kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper
+    table = explorer.gpt.model.pos_emb.weight if model == "gpt" and kind == "learned" else None
+    d_model = config.d_model
+    encoding = tr.positional if tr.positional is not None else sinusoidal_encoding(len(tr.tokens), d_model)
+    dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, d_model - 2), min(65, d_model - 1))
+                              if d < d_model))              # a d_model under 10 has fewer dimensions
+    return (note, positional_figs.model_encoding(tr, kind, table=table, projector=projector),
+            positional_figs.dimension_curves(encoding, dims, projector=projector),
+            positional_figs.similarity_heatmap(encoding, metric, tokens=tr.tokens, projector=projector))
+
+
+def formula_view(d_model=64, length=128, projector=False):
+    """The sinusoidal formula on its own, and the two tutorial bugs beside it."""
+    d_model = clamp(d_model, 2, 1024, int, "d_model") // 2 * 2
+    length = clamp(length, 2, 1024, int, "length")
+    return (positional_figs.formula_explorer(d_model, length, projector=projector),
+            positional_figs.spot_the_bug(length, d_model, projector=projector))
+
+
+def head_table(labels: list[HeadLabel], profile: dict | None = None) -> str:
+    """The automatic head labels on this prompt as a Markdown table; with a probe profile, each head's
+    label over the probe set beside it (does it do this in general, or only here?)."""
+    general = (lambda l: "") if profile is None else (lambda l: f" {general_label(profile, l.layer, l.head)} |")
+    rows = "\n".join(f"| {l.layer}.{l.head} | **{l.label}** | {l.score:.2f} | {l.description} |{general(l)}"
+                     for l in labels)
+    extra = ("", "") if profile is None else (" over the probe set |", "---|")
+    return f"| head | label | score | what it does on this prompt |{extra[0]}\n|---|---|---|---|{extra[1]}\n" + rows
+
+
+def gpt_only(what: str, title: str, name: str, projector: bool):
+    """The figure a GPT-only panel shows while the picker is on a translator stack."""
+    return message(f"{what} the GPT's next-token predictions: pick the GPT.", title, filename=f"toyviz-{name}",
+                   projector=projector)
+
+
+def attention_view(explorer: Explorer, prompt, layer=0, head=0, mode="probs", ablate=(), projector=False,
+                   model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    layer, head = explorer.layer_head(tr, layer, head)
+    labels = label_heads(tr)
+    if model == "gpt":
+        heads = explorer.ablated_heads(ablate)
+        ablated = explorer.trace(prompt, ablate=heads)[0] if heads else tr
+        ablation = attention_figs.ablation_comparison(tr, ablated, explorer.gpt.tokenizer.piece, projector=projector)
+    else:
+        ablation = gpt_only("Head ablation compares", "Switching heads off", "ablation", projector)
+    return (note, attention_figs.attention_grid(tr, mode=mode, labels=labels, projector=projector),
+            attention_figs.attention_head(tr, layer, head, mode=mode, projector=projector),
+            head_table(labels, explorer.head_profile() if model == "gpt" else None), ablation)
+
+
+def inside_view(explorer: Explorer, prompt, layer=0, head=0, query=-1, last_word="dream", projector=False):
+    tr, note = explorer.trace(prompt)
+    layer, head = explorer.layer_head(tr, layer, head)
+    query = explorer.position(tr, query, "query")
+    masked, edited, unmasked, edited_unmasked = explorer.mask_experiment(prompt, last_word)
+    return (note, attention_figs.head_steps(tr, layer, head, query, projector=projector),
+            attention_figs.masked_vs_unmasked(tr, unmasked, layer, head, projector=projector),
+            mask_figs.leak_figure(masked, edited, unmasked, edited_unmasked, projector=projector))
+
+
+def layernorm_choices(explorer: Explorer, prompt, model="gpt") -> list[str]:
+    """The LayerNorms of the stack on screen, for the norm picker."""
+    return list(explorer.view(prompt, model)[0].layernorms)
+
+
+def layernorm_view(explorer: Explorer, prompt, norm_name="block0.ln1", position=-1, projector=False, model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    names = list(tr.layernorms)
+    norm_name = norm_name if norm_name in names else names[0]
+    position = explorer.position(tr, position)
+    return (note, layernorm_figs.layernorm_heatmaps(tr, projector=projector),
+            layernorm_figs.layernorm_curves(tr, projector=projector),
+            layernorm_figs.layernorm_parameters(tr, norm_name, projector=projector),
+            layernorm_figs.layernorm_histogram(tr, norm_name, position, projector=projector))
+
+
+def residual_view(explorer: Explorer, prompt, position=-1, projector=False, model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    position = explorer.position(tr, position)
+    if model == "gpt":
+        gpt = explorer.gpt
+        readout = (residual_figs.logit_lens(tr, gpt.model, gpt.tokenizer.piece, projector=projector),
+                   residual_figs.logit_attribution(tr, gpt.model, gpt.tokenizer.piece, position, projector=projector))
+    else:       # both read the stream through the GPT's final norm and unembedding; the encoder has none
+        readout = (gpt_only("The logit lens reads", "Logit lens", "logit-lens", projector),
+                   gpt_only("Logit attribution splits", "Logit attribution", "logit-attribution", projector))
+    return (note, residual_figs.residual_norms(tr, position, projector=projector),
+            residual_figs.residual_shares(tr, projector=projector)) + readout
+
+
+# ---------------------------------------------------------------- sampling -----------------
+
+def sampling_settings(temperature, top_k, top_p) -> tuple[float, int, float]:
+    """The sampling sliders' values clamped to their ranges (controls.RANGES)."""
+    return setting("temperature", temperature), setting("top_k", top_k), setting("top_p", top_p)
+
+
+def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, projector=False):
+    tr, note = explorer.trace(prompt)
+    t, k, p = sampling_settings(temperature, top_k, top_p)
+    return note, sampling_figs.next_token_bars(tr.logits[-1], explorer.gpt.tokenizer.piece, temperature=t, top_k=k,
+                                               top_p=p, projector=projector)
+
+
+def probability_html(pieces: list[tuple[str, float]]) -> str:
+    """Generated text with each token's background as dark as the probability it was drawn with."""
+    spans = (f'<span class="token-prob" title="p = {p:.3f}" style="background: rgba(99,102,241,{0.12 + 0.6 * p:.2f})">'
+             f"{html.escape(text)}</span>" for text, p in pieces)
+    return '<div id="generated-text" style="font-family: monospace; line-height: 1.7">' + "".join(spans) + "</div>"
+
+
+def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, max_new=80, seed=0,
+                  projector=False) -> Iterator[tuple]:
+    """Live sampling: yields (note, text HTML, next-token bars, generated-tokens figure or None) as
+    tokens arrive; the generated-tokens figure comes with the last update only."""
+    gpt = explorer.need_gpt()
+    text, note = clean_prompt(prompt)
+    t, k, p = sampling_settings(temperature, top_k, top_p)
+    max_new, seed = setting("max_new", max_new), setting("seed", seed)
+    pieces, tokens, bars = [], [], None
+    for i, step in enumerate(gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed)):
+        pieces.append((step.text, step.prob))
+        tokens.append((step.piece, step.prob))
+        if i % 4 == 0 or i == max_new - 1:        # bars every few tokens keep the stream light
+            bars = sampling_figs.next_token_bars(step.logits, gpt.tokenizer.piece, temperature=t, top_k=k, top_p=p,
+                                                 projector=projector)
+        yield note, probability_html(pieces), bars, None
+    # at the end, the same tokens as a figure (hover details, PNG export)
+    yield note, probability_html(pieces), bars, sampling_figs.generated_tokens(tokens, projector=projector)
+
+
+def kv_cache_view(explorer: Explorer, prompt) -> str:
+    r = explorer.kv_cache_benchmark(prompt)
+    w, wo = r["with_cache"], r["without_cache"]
+    return (f"Prompt {r['prompt_tokens']} tokens + {r['new_tokens']} new (greedy): the model processed "
+            f"**{w['positions_processed']:,}** token positions with the KV cache and **{wo['positions_processed']:,}** "
+            f"without; **{w['tokens_per_second']}** vs **{wo['tokens_per_second']}** tokens/s on this machine. "
+            "The cache keeps each layer's keys and values, so a new token only computes its own.")
+
+
+# ---------------------------------------------------------------- translation --------------
+
+def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False):
+    out, note = explorer.translate(text, beam)
+    layer, layer_note = explorer.translator_layer(kind, layer)
+    head = None if head in (None, "average") else clamp(head, 0, explorer.translator.config.n_head - 1, int, "head")
+    return (note + layer_note, out.text,
+            translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector),
+            translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector))
+
+
+# ---------------------------------------------------------------- the model and its training
+
+def snapshot_note(shown: str, earlier: list[str]) -> str:
+    """Which training snapshot the Model tab shows, and which others the slider reaches."""
+    if not earlier:
+        return "The **final** model (this checkpoint holds no earlier training snapshots)."
+    return f"Snapshot **{shown}** — the slider reaches {', '.join(earlier)} and the final model."
+
+
+def model_view(explorer: Explorer, prompt, snapshot=-1, x_axis="step", projector=False):
+    gpt = explorer.need_gpt()
+    config = gpt.config
+    history = explorer.history()
+    paths = explorer.snapshots()
+    path, tr = explorer.snapshot_trace(setting("snapshot", snapshot, len(paths) - 1) % len(paths), prompt)
+    step = path.name if path.name.startswith("step-") else "final"
+    return (model_figs.parameter_bars(count_parameters(gpt.model), projector=projector),
+            model_figs.attention_memory(config.n_head, n_layer=config.n_layer, context=config.context,
+                                        projector=projector),
+            model_figs.loss_curve(history, x=x_axis, projector=projector) if history else None,       # + head probes
+            snapshot_note(step, [p.name for p in paths[:-1]]),
+            attention_figs.attention_grid(tr, projector=projector))
+
+
+def experiments_view(explorer: Explorer, prompt, variants=("baseline",), x_axis="tokens", projector=False):
+    results = explorer.experiment_results()
+    text, _ = clean_prompt(prompt)
+    try:
+        no_mask = explorer.no_mask_model()
+    except PromptError as err:      # the measurements can still be drawn without its weights
+        attention = message(str(err), "No-mask model: attention", filename="toyviz-no-mask-attention",
+                            projector=projector)
+        sample = str(err)
+    else:
+        attention = attention_figs.attention_grid(no_mask.trace(text), projector=projector)
+        sample = f"**The no-mask model continues the prompt (greedy):** {html.escape(explorer.no_mask_sample(text))}"
+    return (experiment_figs.describe(results), experiment_figs.curves(results, list(variants), x_axis,
+                                                                      projector=projector),
+            experiment_figs.final_bars(results, projector=projector),
+            experiment_figs.extrapolation(results, projector=projector),
+            experiment_figs.no_mask_bars(results, projector=projector), attention, sample)
+
+
+# ---------------------------------------------------------------- size calculator ----------
+
+def size_config(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_ff=0, vocab=50257, context=1024,
+                positional="learned", feed_forward="gelu", tied=True):
+    """The configuration the calculator describes: a preset's, the app's own models', or the fields'."""
+    if preset == LOADED_TRANSLATOR:
+        return explorer.need_translator().config
+    if preset == LOADED_GPT:
+        return explorer.need_gpt().config
+    if preset in PRESETS:
+        return PRESETS[preset]
+    d_model = clamp(d_model, 1, 65536, int, "d_model")
+    return GPTConfig(vocab_size=clamp(vocab, 2, 10**6, int, "vocab"), context=clamp(context, 1, 10**6, int, "context"),
+                     n_layer=clamp(layers, 1, 512, int, "layers"), n_head=clamp(heads, 1, d_model, int, "heads"),
+                     d_model=d_model, d_ff=clamp(d_ff, 0, 262144, int, "d_ff"), positional=positional,
+                     feed_forward=feed_forward, tie_head=bool(tied))
+
+
+def size_view(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_ff=0, vocab=50257, context=1024,
+              positional="learned", feed_forward="gelu", tied=True, projector=False):
+    config = size_config(explorer, preset, layers, heads, d_model, d_ff, vocab, context, positional, feed_forward,
+                         tied)
+    return describe_size(config, preset), model_figs.parameter_bars(count_parameters(config), projector=projector)
+
+
+def preset_fields(explorer: Explorer, preset) -> list | None:
+    """A GPT preset's configuration for the calculator's fields (None: leave the fields as they are)."""
+    config = explorer.gpt.config if preset == LOADED_GPT and explorer.gpt else PRESETS.get(preset)
+    if config is None:
+        return None
+    return [config.n_layer, config.n_head, config.d_model, config.d_ff, config.vocab_size, config.context,
+            config.positional, config.feed_forward, config.tie_head]
+
+
+# ---------------------------------------------------------------- export -------------------
+
+def export_page(tab: str, outputs) -> str:
+    """A tab's figures (from its renderer's outputs) as one offline HTML page → the file's path."""
+    figures = [o for o in outputs if hasattr(o, "to_html")]
+    path = Path(tempfile.mkdtemp(prefix="toyviz-")) / f"toyviz-{tab}.html"
+    path.write_text(standalone_html(figures, f"toyviz — {tab}"), encoding="utf-8")
+    return str(path)
