@@ -343,6 +343,25 @@ def test_model_figures():
     assert len(model_figs.loss_curve([{"step": 1, "train_loss": 3.0}]).data) == 1
 
 
+def test_the_training_timeline_draws_every_heads_probe_scores_on_the_loss_curves_axis():
+    """Head 1.0's induction score jumps at step 30 (its birth); the figure shows it in colour, every
+    other head in grey, on the loss curve's time axis."""
+    def heads(step):
+        induction = [[0.02, 0.03], [0.9 if step >= 30 else 0.05, 0.04]]
+        return {"induction": induction, "previous-token": [[0.7, 0.1], [0.1, 0.2]], "first-token": [[0] * 2] * 2,
+                "self": [[0] * 2] * 2}
+    history = [{"step": s, "tokens": 10 * s, "train_loss": 5 - s / 20, **({"heads": heads(s)} if s % 10 == 0 else {})}
+               for s in range(1, 51)]
+    fig = model_figs.loss_curve(history)
+    induction = [d for d in fig.data if d.name.endswith("(induction)")]
+    assert len(fig.data) == 1 + 2 * 4 and len(induction) == 4
+    born, = [d for d in induction if d.showlegend]
+    assert born.name == "head 1.0 (induction)" and list(born.y) == pytest.approx([0.05, 0.05, 0.9, 0.9, 0.9])
+    assert list(born.x) == [10, 20, 30, 40, 50] and born.xaxis == "x2"
+    assert fig.layout.xaxis.matches == fig.layout.xaxis2.matches == "x3"                  # one time axis
+    assert [d.name for d in fig.data if d.showlegend and "previous" in d.name] == ["head 0.0 (previous-token)"]
+
+
 def test_every_builder_names_its_download(tiny_gpt, tiny_translator, trace):
     tt = tiny_translator.translate("To be").trace
     piece = tiny_gpt.tokenizer.piece

@@ -75,7 +75,7 @@ def test_threshold_and_unmasked_entropy():
 
 # ---------------------------------------------------------------- probes over a distribution ----
 
-from toyviz.heads import PROBE_PATTERNS, make_probe_set, probe_scores, repeat_induction_score
+from toyviz.heads import PROBE_PATTERNS, general_label, make_probe_set, probe_scores, repeat_induction_score
 
 
 def test_a_perfect_induction_head_scores_1_on_a_repeated_sequence():
@@ -108,6 +108,15 @@ def test_probe_scores_give_every_pattern_for_every_head(tiny_gpt):
     probes = make_probe_set(tiny_gpt.bos, tiny_gpt.config.vocab_size, held_out, n=2, period=8, text_len=32)
     scores = probe_scores(tiny_gpt.model, probes)
     L, H = tiny_gpt.config.n_layer, tiny_gpt.config.n_head
-    assert set(scores) == set(PROBE_PATTERNS) | {"induction_share"}
+    assert set(scores) == set(PROBE_PATTERNS) | {f"{p}_share" for p in PROBE_PATTERNS}
     for values in scores.values():
         assert np.asarray(values).shape == (L, H) and 0 <= np.min(values) and np.max(values) <= 1
+
+
+def test_a_general_label_names_the_strongest_pattern_over_the_probes():
+    profile = {"induction": [[0.1, 0.75]], "previous-token": [[0.62, 0.1]], "first-token": [[0.3, 0.1]],
+               "self": [[0.0, 0.0]], "induction_share": [[0.0, 0.875]]}
+    assert general_label(profile, 0, 1) == "**induction** 0.75, on 88% of probes"
+    assert general_label(profile, 0, 0) == "**previous-token** 0.62"            # no share recorded for it
+    profile["previous-token"][0][0] = 0.2
+    assert general_label(profile, 0, 0) == "broad/mixed (strongest: first-token 0.30)"

@@ -130,25 +130,33 @@ def repeat_induction_score(probs, period: int) -> float:
 
 
 def probe_scores(model, probes: ProbeSet) -> dict[str, list[list[float]]]:
-    """{pattern: [layer][head] score} averaged over the probe set, plus "induction_share": the share
-    of repeated sequences on which the head's induction score reaches THRESHOLD."""
-    L, H = model.config.n_layer, model.config.n_head
-    sums = {p: np.zeros((L, H)) for p in PROBE_PATTERNS}
-    holds = np.zeros((L, H))
+    """{pattern: [layer][head] mean score over the probe set} and {pattern + "_share": [layer][head]
+    share of the probe sequences on which that score reaches THRESHOLD}: whether a head does it in
+    general, not on one prompt. Induction is measured on the repeated sequences, the other patterns
+    on the held-out text."""
+    per_probe = {p: [] for p in PROBE_PATTERNS}                            # pattern → list of [L, H]
     for ids in probes.repeats:
         att = model.trace(ids).attention                                  # [L, H, T, T]
-        for layer in range(L):
-            for head in range(H):
-                score = repeat_induction_score(att[layer, head], probes.period)
-                sums["induction"][layer, head] += score / len(probes.repeats)
-                holds[layer, head] += (score >= THRESHOLD) / len(probes.repeats)
+        per_probe["induction"].append([[repeat_induction_score(a, probes.period) for a in layer] for layer in att])
     for ids in probes.texts:
         att = model.trace(ids).attention
-        for layer in range(L):
-            for head in range(H):
-                scores = pattern_scores(att[layer, head], ids)
-                for p in ("previous-token", "first-token", "self"):
-                    sums[p][layer, head] += scores[p] / len(probes.texts)
-    result = {p: np.round(v, 4).tolist() for p, v in sums.items()}
-    result["induction_share"] = np.round(holds, 4).tolist()
+        scores = [[pattern_scores(a, ids) for a in layer] for layer in att]
+        for p in ("previous-token", "first-token", "self"):
+            per_probe[p].append([[head[p] for head in layer] for layer in scores])
+    result = {}
+    for p, values in per_probe.items():
+        values = np.asarray(values)                                       # [N, L, H]
+        result[p] = np.round(values.mean(0), 4).tolist()
+        result[f"{p}_share"] = np.round((values >= THRESHOLD).mean(0), 4).tolist()
     return result
+
+
+def general_label(profile: dict, layer: int, head: int) -> str:
+    """A head's label over the probe set (the strongest pattern reaching THRESHOLD there), with its
+    mean score and, where recorded, the share of probe sequences on which it holds."""
+    scores = {p: profile[p][layer][head] for p in PROBE_PATTERNS if p in profile}
+    best = max(scores, key=scores.get)
+    if scores[best] < THRESHOLD:
+        return f"broad/mixed (strongest: {best} {scores[best]:.2f})"
+    share = profile.get(f"{best}_share")
+    return f"**{best}** {scores[best]:.2f}" + (f", on {share[layer][head]:.0%} of probes" if share else "")

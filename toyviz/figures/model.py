@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from . import style
 
@@ -42,16 +43,37 @@ def attention_memory(n_head: int, *, batch: int = 1, n_layer: int = 1, lengths=N
                       f"{'s' * (n_layer != 1)} × T²", filename="toyviz-attention-memory", projector=projector)
 
 
+TIMELINE_PATTERNS = (("induction", "induction score"), ("previous-token", "previous-token score"))
+
+
 def loss_curve(history: list[dict], *, x: str = "step", projector: bool = False) -> go.Figure:
     """Training (and validation, where logged) loss against steps or tokens seen: both falling
-    means learning; validation rising while training falls means memorising."""
-    fig = go.Figure()
+    means learning; validation rising while training falls means memorising. Where the history
+    recorded head probes, panels below share the time axis: each head's induction and previous-token
+    score over the probe set — where an induction head is born, the loss drops with it."""
+    probed = [r for r in history if "heads" in r]
+    rows = 1 + len(TIMELINE_PATTERNS) * bool(probed)
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        row_heights=[0.4] + [0.6 / (rows - 1)] * (rows - 1) if rows > 1 else None)
+    xs = lambda records: np.array([r[x] for r in records], dtype=np.float64)
     for key, name in (("train_loss", "train"), ("val_loss", "validation")):
-        rows = [r for r in history if r.get(key) is not None]
-        if rows:
-            fig.add_trace(go.Scatter(x=np.array([r[x] for r in rows], dtype=np.float64),
-                                     y=np.array([r[key] for r in rows], dtype=np.float32), name=name,
-                                     mode="lines" if key == "train_loss" else "lines+markers",
-                                     hovertemplate=f"{x} %{{x:,}}: %{{y:.3f}}<extra>{name}</extra>"))
-    fig.update_layout(xaxis_title="tokens seen" if x == "tokens" else "step", yaxis_title="cross-entropy loss (nats)")
-    return style(fig, "Training loss", filename="toyviz-loss", projector=projector)
+        records = [r for r in history if r.get(key) is not None]
+        if records:
+            fig.add_trace(go.Scatter(x=xs(records), y=np.array([r[key] for r in records], dtype=np.float32), name=name,
+                                     mode="lines" if key == "train_loss" else "lines+markers", legendgroup="loss",
+                                     hovertemplate=f"{x} %{{x:,}}: %{{y:.3f}}<extra>{name}</extra>"), row=1, col=1)
+    fig.update_yaxes(title_text="loss (nats)", row=1, col=1)
+    for row, (pattern, label) in enumerate(TIMELINE_PATTERNS if probed else (), start=2):
+        scores = np.array([r["heads"][pattern] for r in probed], dtype=np.float32)     # [time, L, H]
+        best = np.unravel_index(scores[-1].argmax(), scores.shape[1:])
+        for layer, head in np.ndindex(scores.shape[1:]):
+            strongest = (layer, head) == best
+            fig.add_trace(go.Scatter(
+                x=xs(probed), y=scores[:, layer, head], mode="lines", name=f"head {layer}.{head} ({pattern})",
+                showlegend=strongest, line=dict(width=3 if strongest else 1, color=None if strongest else "#b8b8c8"),
+                hovertemplate=f"head {layer}.{head}<br>{x} %{{x:,}}: {pattern} %{{y:.2f}}<extra></extra>"),
+                row=row, col=1)
+        fig.update_yaxes(title_text=label, range=[0, 1], row=row, col=1)
+    fig.update_xaxes(title_text="tokens seen" if x == "tokens" else "step", row=rows, col=1)
+    title = "Training loss" + (" and heads' scores on the probe set (the final strongest head in colour)" if probed else "")
+    return style(fig, title, filename="toyviz-loss", projector=projector, height=420 + 220 * (rows - 1))
