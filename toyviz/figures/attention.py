@@ -10,6 +10,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from . import candidate_label, grey_background, heatmap, numpy, pool, style, token_labels
+from ..names import attn, layer_of
 from ..trace import Trace
 
 MODES = ("probs", "scores")
@@ -112,7 +113,7 @@ def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = 
     p0, p1 = (numpy(t.logits[position].float().softmax(-1)) for t in (trace, ablated))
     top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
     names = [candidate_label(piece(int(i)), i) for i in top]
-    off = ", ".join(f"{name.split('.')[-1]}.{h} ({kind})" for name, heads in ablated.ablated.items()
+    off = ", ".join(f"{layer_of(name)}.{h} ({kind})" for name, heads in ablated.ablated.items()
                     for h, kind in heads.items())
     fig = go.Figure([go.Bar(y=names, x=p0[top], orientation="h", name="all heads",
                             hovertemplate="%{y}: %{x:.3f}<extra>all heads</extra>"),
@@ -149,7 +150,7 @@ def head_step_numbers(trace: Trace, layer: int, head: int, query: int) -> dict:
         "layer": layer, "head": head, "query": query, "token": token_labels(trace.tokens)[query],
         "keys": [label for label, keep in zip(token_labels(trace.tokens), visible.tolist()) if keep],
         "d_head": d_head, "sqrt_d_head": math.sqrt(d_head), "causal": hv.causal,
-        "ablated": trace.ablated.get(f"attn.{layer}", {}).get(head),
+        "ablated": trace.ablated.get(attn(layer), {}).get(head),
         "x": numpy(hv.x[query]), "q": numpy(q), "k": numpy(hv.k[visible]), "v": numpy(hv.v[visible]),
         "dot": numpy(dot), "scaled": numpy(scaled), "masked": numpy(masked_row), "probs": numpy(probs),
         "out": numpy(hv.out[query]), "write": numpy(hv.write[query]),

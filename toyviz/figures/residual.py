@@ -10,14 +10,10 @@ import plotly.graph_objects as go
 import torch
 
 from . import candidate_label, heatmap, numpy, style, token_labels, visible
+from ..names import EMBED, LN_F, layer_of, parse
 from ..trace import Trace
 
 LENS_TEXT_COLUMNS = 40        # the logit lens writes its top tokens into the cells up to this many positions
-
-
-def _layer_of(part: str) -> int:
-    """"embed" → -1, "attn.2" / "mlp.2" / "norm.attn.2" → 2."""
-    return -1 if part == "embed" else int(part.rsplit(".", 1)[1])
 
 
 def write_shares(trace: Trace) -> dict[str, np.ndarray]:
@@ -62,9 +58,9 @@ def layer_streams(trace: Trace) -> tuple[list[str], torch.Tensor]:
     parts = list(trace.residual_parts.items())
     for k, (name, part) in enumerate(parts):
         total = total + part
-        if k + 1 == len(parts) or _layer_of(parts[k + 1][0]) != _layer_of(name):
-            layer = _layer_of(name)
-            names.append("embed" if layer < 0 else f"after layer {layer}")
+        if k + 1 == len(parts) or layer_of(parts[k + 1][0]) != layer_of(name):
+            layer = layer_of(name)
+            names.append(EMBED if layer < 0 else f"after layer {layer}")
             streams.append(total)
     return names, torch.stack(streams)
 
@@ -111,15 +107,15 @@ def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int
     later norm too — those corrections appear as the "norm.…" terms).
     Keys: "embed", "L0 H0" … "L0 attn bias", "mlp.0", …, "ln_f β".
     """
-    ln = trace.layernorms["ln_f"]
+    ln = trace.layernorms[LN_F]
     logits = trace.logits[position]
     token = int(logits.argmax()) if token is None else int(token)
     direction = (ln["weight"] * model.head.weight[token]).double() / ln["std"][position].double()
     contrib = lambda v: float(((v.double() - v.double().mean()) * direction).sum())
     out = {}
     for name, part in trace.residual_parts.items():
-        if name.startswith("attn."):
-            layer = _layer_of(name)
+        if parse(name).kind == "attn":
+            layer = layer_of(name)
             for h in range(trace.n_head):
                 out[f"L{layer} H{h}"] = contrib(trace.head_writes[layer, h, position])
             out[f"L{layer} attn bias"] = contrib(trace.attn_out_bias[layer])
