@@ -13,6 +13,7 @@ def test_trace_api_shapes(tiny_gpt):
     tr = tiny_gpt.trace("To be, or not to be")
     T = len(tr.tokens)
     assert tr.tokens[0] == "<|endoftext|>" and len(tr.token_ids) == T
+    assert tr.tokens == tiny_gpt.tokenizer.pieces(tr.token_ids) and tr.truncated == 0 and tr.ablated == {}
     assert tr.attention.shape == (2, 4, T, T)
     assert list(tr.residual_parts) == ["embed", "attn.0", "mlp.0", "attn.1", "mlp.1"]
     assert tr.logits.shape == (T, tiny_gpt.tokenizer.vocab_size)
@@ -35,6 +36,15 @@ def test_head_view_is_what_the_model_computed(tiny_gpt):
         assert torch.allclose(h.out, h.probs @ h.v, atol=1e-5)
     with pytest.raises(IndexError):
         tr.head(5, 0)
+
+
+def test_heads_to_switch_off_become_the_forward_s_ablation(tiny_gpt):
+    tr = tiny_gpt.trace("To be, or not to be", ablate=[(0, 1), (1, 3), (1, 0)], ablation="mean")
+    assert tr.ablated == {"attn.0": {1: "mean"}, "attn.1": {3: "mean", 0: "mean"}}
+    with pytest.raises(toyviz.PromptError, match="no head 2.0"):
+        tiny_gpt.trace("To be", ablate=[(2, 0)])
+    with pytest.raises(toyviz.PromptError, match="ablation must be one of"):
+        tiny_gpt.trace("To be", ablate=[(0, 0)], ablation="half")
 
 
 def test_generate_streams_steps_with_candidates(tiny_gpt):
@@ -74,6 +84,9 @@ def test_translate_api(tiny_translator):
     assert tr.cross_attention.shape[2:] == (len(tr.tgt_tokens), len(tr.src_tokens))
     assert tr.tgt_tokens[0] == "<|bos|>" and tr.src_tokens[-1] == "<|eos|>"
     assert len(tr.output_tokens) == len(tr.tgt_tokens)
+    # complete as returned: the decoder read BOS + the output, each position predicts the next one
+    assert tr.tgt_tokens == tiny_translator.tgt_tok.pieces([tiny_translator.bos] + out.ids)
+    assert tr.src_tokens == tiny_translator.src_tok.pieces(tr.src_ids) and tr.output_tokens[:-1] == tr.tgt_tokens[1:]
     with pytest.raises(toyviz.PromptError):
         tiny_translator.translate("hello", beam=0)
     # the untraced translation the evaluation scores is the one the app shows

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 
@@ -88,6 +90,39 @@ def test_mean_ablation_replaces_head_output_by_its_mean():
     tr = m.trace(ids, ablate={"attn.1": {0: "mean"}})
     out = tr.head_out[1, 0]
     assert torch.allclose(out, out.mean(0, keepdim=True).expand_as(out), atol=1e-6)
+
+
+@pytest.mark.parametrize("kw", CONFIGS)
+def test_ablation_is_an_argument_of_the_forward_traced_or_not(kw):
+    """The fused path and the recorded path switch the same heads off: same logits either way."""
+    m = model(**kw)
+    ids = torch.randint(0, 97, (16,)).tolist()
+    ablate = {"attn.0": {1: "zero"}, "attn.1": {0: "mean", 3: "zero"}}
+    plain, _ = m(torch.tensor([ids]), ablate=ablate)
+    traced = m.trace(ids, ablate=ablate)
+    assert torch.allclose(plain[0], traced.logits, atol=1e-5)
+    assert not torch.allclose(plain, m(torch.tensor([ids]))[0], atol=1e-4)
+    assert traced.ablated == ablate
+    with pytest.raises(ValueError, match="zero"):
+        m(torch.tensor([ids]), ablate={"attn.0": {1: "half"}})
+
+
+def test_ablation_in_training_mode_still_backpropagates():
+    m = model().train()
+    idx = torch.randint(0, 97, (2, 12))
+    _, loss = m(idx, idx, ablate={"attn.1": {2: "mean"}})
+    loss.backward()
+    assert m.blocks[0].attn.q.weight.grad.abs().sum() > 0
+
+
+def test_a_trace_is_complete_as_returned_and_frozen():
+    m = model()
+    ids = [5, 6, 7, 8]
+    tr = m.trace(ids, pieces=lambda ids: [f"<{i}>" for i in ids], truncated=3)
+    assert tr.tokens == ["<5>", "<6>", "<7>", "<8>"] and tr.token_ids == ids and tr.truncated == 3
+    assert m.trace(ids).tokens == ["5", "6", "7", "8"]          # without a tokenizer ids are named by number
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tr.tokens = []
 
 
 def test_head_writes_plus_bias_equal_attention_write():

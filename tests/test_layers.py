@@ -26,13 +26,13 @@ def test_buggy_encoding_variants_match_their_formulas():
     assert torch.all(overwritten[:, 1::2] == 0)
 
 
-def _attention(causal, key_keep=None, T=6):
+def _attention(causal, key_keep=None, T=6, ablate=None):
     torch.manual_seed(0)
     attn = MultiHeadAttention(32, 4).eval()
     x = torch.randn(2, T, 32)
     rec = Recorder()
-    traced = attn(x, causal=causal, key_keep=key_keep, rec=rec)
-    fused = attn(x, causal=causal, key_keep=key_keep)
+    traced = attn(x, causal=causal, key_keep=key_keep, ablate=ablate, rec=rec)
+    fused = attn(x, causal=causal, key_keep=key_keep, ablate=ablate)
     return rec.store["attention"]["attn"], traced, fused
 
 
@@ -48,6 +48,15 @@ def test_explicit_attention_equals_fused():
     for causal in (False, True):
         _, traced, fused = _attention(causal)
         assert torch.allclose(traced, fused, atol=1e-5)
+
+
+def test_ablated_heads_are_replaced_alike_on_both_paths():
+    recorded, traced, fused = _attention(causal=True, ablate={1: "zero", 2: "mean"})
+    assert torch.allclose(traced, fused, atol=1e-5)
+    assert torch.all(recorded["out"][1] == 0)                                       # what the model used
+    assert torch.allclose(recorded["out"][2], recorded["out"][2].mean(0).expand(6, -1), atol=1e-6)
+    _, intact, _ = _attention(causal=True)
+    assert not torch.allclose(traced, intact, atol=1e-4)
 
 
 def test_padded_keys_get_zero_weight():

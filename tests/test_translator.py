@@ -25,6 +25,17 @@ def test_trace_matches_forward_and_parts_add_up():
         assert torch.allclose(tr.cross_attention.sum(-1), torch.ones(2, 4, 4), atol=1e-5)
 
 
+def test_trace_names_its_tokens_and_what_the_last_position_predicts():
+    m = model()
+    src, tgt = [5, 6, 7], [0, 11, 12]
+    name = lambda ids: [f"t{i}" for i in ids]
+    tr = m.trace(src, tgt, src_pieces=name, tgt_pieces=name, next_id=1)
+    assert tr.src_tokens == ["t5", "t6", "t7"] and tr.tgt_tokens == ["t0", "t11", "t12"]
+    assert tr.output_tokens == ["t11", "t12", "t1"]                # the search's last choice (here EOS)
+    cut = m.trace(src, tgt, tgt_pieces=name)                       # a search cut at max_len chose nothing there
+    assert cut.output_tokens == ["t11", "t12", f"t{int(cut.logits[-1].argmax())}"]
+
+
 def test_padding_does_not_change_the_translation_of_a_sentence():
     m = model()
     src = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])

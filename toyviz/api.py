@@ -1,7 +1,8 @@
 """Text in, traces and tokens out: the objects `toyviz.load` returns.
 
 `GPT` and `Translator` hold a model and its tokenizer(s); they validate user text, add the
-special tokens the models were trained with, and fill token pieces into the traces.
+special tokens the models were trained with, and hand the models what they need to build
+complete traces (token pieces, tokens dropped, heads to switch off).
 """
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Iterator
 
 import torch
 
+from . import names
 from .checkpoint import load_folder, resolve
+from .layers import ABLATIONS
 from .sampling import top_candidates
-from .trace import Trace, TranslatorTrace, parse_ablation
+from .trace import Trace, TranslatorTrace
 
 BOS_GPT = "<|endoftext|>"                          # document separator, and the GPT's first token
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"    # the translator's specials
@@ -79,15 +82,22 @@ class GPT:
         dropped = max(0, len(ids) - self.config.context)
         return ids[: self.config.context], dropped
 
+    def ablation(self, heads, kind: str = "zero") -> dict[str, dict[int, str]]:
+        """[(layer, head), …] → {"attn.<layer>": {head: kind}}, the form the model's forward takes."""
+        if kind not in ABLATIONS:
+            raise PromptError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
+        ablate: dict[str, dict[int, str]] = {}
+        for layer, head in heads:
+            if not (0 <= layer < self.config.n_layer and 0 <= head < self.config.n_head):
+                raise PromptError(f"no head {layer}.{head} in a {self.config.n_layer}×{self.config.n_head} model")
+            ablate.setdefault(names.attn(int(layer)), {})[int(head)] = kind
+        return ablate
+
     def trace(self, text: str, *, causal: bool | None = None, ablate=(), ablation: str = "zero") -> Trace:
         """Traced forward pass over the prompt; `ablate` lists (layer, head) pairs to switch off."""
         ids, dropped = self.encode(text)
-        for layer, head in ablate:
-            if not (0 <= layer < self.config.n_layer and 0 <= head < self.config.n_head):
-                raise PromptError(f"no head {layer}.{head} in a {self.config.n_layer}×{self.config.n_head} model")
-        trace = self.model.trace(ids, causal=causal, ablate=parse_ablation(ablate, ablation) if ablate else None)
-        trace.tokens, trace.truncated = self.tokenizer.pieces(ids), dropped
-        return trace
+        return self.model.trace(ids, pieces=self.tokenizer.pieces, truncated=dropped, causal=causal,
+                                ablate=self.ablation(ablate, ablation))
 
     def generate(self, text: str, max_new_tokens: int = 50, *, temperature: float = 1.0, top_k: int = 0,
                  top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10
@@ -139,16 +149,9 @@ class Translator:
 
     def translate(self, text: str, beam: int = 1, *, max_len: int | None = None, alpha: float = 0.6) -> Translation:
         src, dropped, hyp = self._search(text, beam, max_len, alpha)
-        tgt = [self.bos] + hyp.ids
-        trace = self.model.trace(src, tgt[: self.config.context])
-        trace.src_tokens = self.src_tok.pieces(src)
-        trace.tgt_tokens = self.tgt_tok.pieces(tgt)
-        # the last position predicts EOS only if the search finished; otherwise it was cut at max_len
-        predicted = hyp.ids + [self.eos] if hyp.finished else hyp.ids
-        trace.output_tokens = self.tgt_tok.pieces(predicted)[: len(trace.tgt_tokens)]
-        if len(trace.output_tokens) < len(trace.tgt_tokens):
-            next_id = int(trace.logits[-1].argmax())
-            trace.output_tokens.append(self.tgt_tok.piece(next_id))
+        # the last position predicted EOS only if the search finished; otherwise it was cut at max_len
+        trace = self.model.trace(src, [self.bos] + hyp.ids, src_pieces=self.src_tok.pieces,
+                                 tgt_pieces=self.tgt_tok.pieces, next_id=self.eos if hyp.finished else None)
         return Translation(self.tgt_tok.decode(hyp.ids), hyp.ids, hyp.score, trace, dropped)
 
 

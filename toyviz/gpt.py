@@ -14,10 +14,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from huggingface_hub import PyTorchModelHubMixin
 
+from . import names
 from .config import GPTConfig
 from .layers import Block, KVCache, rope_angles, sinusoidal_encoding
 from .sampling import draw, next_token_probs
-from .trace import Recorder, Trace
+from .trace import Pieces, Recorder, Trace, numbered
 
 
 @dataclass
@@ -73,8 +74,12 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         return None
 
     def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None,
-                rec: Recorder | None = None):
-        """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given."""
+                ablate: dict[str, dict[int, str]] | None = None, rec: Recorder | None = None):
+        """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given.
+
+        ablate switches heads off, e.g. {"attn.1": {0: "zero", 3: "mean"}}: a head's output is replaced
+        by zeros or by its mean over the positions. rec, if given, records the pass and changes nothing.
+        """
         causal = self.config.causal if causal is None else causal
         offset = cache.length if cache is not None else 0
         positions = torch.arange(offset, offset + idx.shape[1], device=idx.device)
@@ -86,37 +91,42 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
         if rec is not None:
             rec.positions(pos, rope)
-            rec.write("embed", x)
+            rec.write(names.EMBED, x)
         for i, block in enumerate(self.blocks):
-            x = block(x, index=i, causal=causal, rope=rope, cache=cache, rec=rec)
+            x = block(x, index=i, causal=causal, rope=rope, cache=cache, ablate=ablate, rec=rec)
         h = self.ln_f(x)
         if rec is not None:
-            rec.final("residual", x)
-            rec.norm("ln_f", self.ln_f, x, h)
+            rec.final(x)
+            rec.norm(names.LN_F, self.ln_f, x, h)
         logits = self.head(h)                                            # (B, T, V)
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-1)
 
     @torch.no_grad()
-    def trace(self, ids: list[int], *, causal: bool | None = None, ablate=None) -> Trace:
-        """Run one traced forward pass over ids (≤ context) and return what it computed."""
+    def trace(self, ids: list[int], *, pieces: Pieces = numbered, truncated: int = 0,
+              causal: bool | None = None, ablate: dict[str, dict[int, str]] | None = None) -> Trace:
+        """One traced forward pass over ids (≤ context) → the complete Trace of what it computed.
+
+        The model has no tokenizer: `pieces` names the ids (the API passes its tokenizer's) and
+        `truncated` is how many prompt tokens the caller dropped to fit the context.
+        """
         causal = self.config.causal if causal is None else causal
-        rec = Recorder(ablate)
+        rec = Recorder()
         idx = torch.tensor([ids], dtype=torch.long, device=self.tok_emb.weight.device)
-        logits, _ = self.forward(idx, causal=causal, rec=rec)
-        names = [f"attn.{i}" for i in range(self.config.n_layer)]
+        logits, _ = self.forward(idx, causal=causal, ablate=ablate, rec=rec)
+        attns = [names.attn(i) for i in range(self.config.n_layer)]
         att = rec.store["attention"]
         return Trace(
-            tokens=[], token_ids=list(ids), positional=rec.store["positions"]["added"],
-            attention=rec.stacked(names, "probs"), scores=rec.stacked(names, "scores"),
-            q=rec.stacked(names, "q"), k=rec.stacked(names, "k"), v=rec.stacked(names, "v"),
-            head_out=rec.stacked(names, "out"), head_writes=rec.stacked(names, "head_writes"),
-            attn_out_bias=torch.cat([att[n]["bias"] for n in names]),
-            attn_inputs=torch.stack([rec.store["inputs"][n] for n in names]),
-            residual_parts=rec.parts(""), residual_final=rec.store["final"]["residual"],
+            tokens=pieces(ids), token_ids=list(ids), positional=rec.store["positions"]["added"],
+            attention=rec.stacked(attns, "probs"), scores=rec.stacked(attns, "scores"),
+            q=rec.stacked(attns, "q"), k=rec.stacked(attns, "k"), v=rec.stacked(attns, "v"),
+            head_out=rec.stacked(attns, "out"), head_writes=rec.stacked(attns, "head_writes"),
+            attn_out_bias=torch.cat([att[n]["bias"] for n in attns]),
+            attn_inputs=torch.stack([rec.store["inputs"][n] for n in attns]),
+            residual_parts=rec.parts(), residual_final=rec.store["final"][names.FINAL],
             layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {},
-            rope_angles=rec.store["positions"]["rope"])
+            truncated=truncated, rope_angles=rec.store["positions"]["rope"])
 
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,

@@ -3,7 +3,8 @@ feed-forward networks and the residual block that wires them together.
 
 Attention has two paths with the same maths: the fused `F.scaled_dot_product_attention`
 for plain forward passes and training, and an explicit one (scores → mask → softmax → @V)
-that a traced pass takes so it can record every intermediate.
+that a traced pass takes so it can record every intermediate. Both can switch heads off
+(ablation), so an ablated prediction can be checked with or without recording.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from . import names
 
 ENCODING_VARIANTS = ("correct", "no_d_model_scaling", "cos_overwrites_sin")
 
@@ -50,6 +53,23 @@ def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+
+ABLATIONS = ("zero", "mean")
+
+
+def ablate_heads(out: torch.Tensor, heads: dict[int, str] | None) -> torch.Tensor:
+    """out (B, nh, T, hs) with some heads switched off: {head: "zero"} replaces that head's output
+    by zeros, {head: "mean"} by its mean over this pass's positions (so with a KV cache, where a
+    step sees one position, "mean" changes nothing)."""
+    if not heads:
+        return out
+    out = out.clone()                                # autograd keeps the attention's output: edit a copy
+    for head, kind in heads.items():
+        if kind not in ABLATIONS:
+            raise ValueError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
+        out[:, head] = 0.0 if kind == "zero" else out[:, head].mean(dim=1, keepdim=True)
+    return out
 
 
 class KVCache:
@@ -101,9 +121,11 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)
 
     def forward(self, x, memory=None, *, causal=False, key_keep=None, rope=None,
-                cache: KVCache | None = None, layer: int = 0, rec=None, name: str = "attn"):
+                cache: KVCache | None = None, layer: int = 0, ablate: dict[int, str] | None = None,
+                rec=None, name: str = "attn"):
         """x: (B, Tq, C); memory: (B, Tk, C) or None; key_keep: (B, Tk) bool, False = padding;
-        rope: (Tq, hs/2) angles of the query positions (keys get theirs when first computed)."""
+        rope: (Tq, hs/2) angles of the query positions (keys get theirs when first computed);
+        ablate: {head: "zero" | "mean"}, heads whose output is replaced (see `ablate_heads`)."""
         B, Tq, C = x.shape
         q = self._heads(self.q(x))
         if memory is not None and cache is not None and layer in cache.memory:
@@ -128,19 +150,18 @@ class MultiHeadAttention(nn.Module):
         if rec is None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed,
                                                dropout_p=self.dropout if self.training else 0.0)
+            y = ablate_heads(y, ablate)                                  # (B, nh, Tq, hs)
         else:
-            y = self._traced(q, k, v, allowed, rec, name)
+            y = self._traced(q, k, v, allowed, ablate, rec, name)
         y = y.transpose(1, 2).contiguous().view(B, Tq, C)                # re-assemble heads
         return self.o(y)
 
-    def _traced(self, q, k, v, allowed, rec, name):
+    def _traced(self, q, k, v, allowed, ablate, rec, name):
         """The same attention, step by step, recording what a student would want to see."""
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)       # (B, nh, Tq, Tk)
         masked = scores if allowed is None else scores.masked_fill(~allowed, float("-inf"))
         probs = masked.softmax(dim=-1)
-        out = probs @ v                                                  # (B, nh, Tq, hs)
-        for head, kind in rec.ablation_for(name).items():
-            out[:, head] = 0.0 if kind == "zero" else out[:, head].mean(dim=1, keepdim=True)
+        out = ablate_heads(probs @ v, ablate)                            # (B, nh, Tq, hs), what the model used
         # each head's own write: its output through its slice of W_O, (B, nh, Tq, C)
         w_o = self.o.weight.view(-1, self.n_head, self.d_head)           # (C, nh, hs)
         head_writes = torch.einsum("bhtd,chd->bhtc", out, w_o)
@@ -176,6 +197,7 @@ class Block(nn.Module):
     sub-layer's input; post-norm (the 2017 paper) normalises the stream after the add. Under
     post-norm the norm itself rewrites the stream, so the trace records that change as a write
     too ("norm.attn.0"): the writes then still add up exactly to the final stream.
+    `ablate` maps self-attention names ("attn.1") to the heads switched off in them.
     """
 
     def __init__(self, d_model, n_head, d_ff, feed_forward="gelu", norm="pre", cross=False,
@@ -191,15 +213,16 @@ class Block(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, *, index: int, causal=False, key_keep=None, memory=None, memory_keep=None,
-                rope=None, cache=None, rec=None):
-        attn = lambda h: self.attn(h, causal=causal, key_keep=key_keep, rope=rope, cache=cache,
-                                   layer=index, rec=rec, name=f"attn.{index}")
-        x = self._sublayer(x, attn, self.ln1, f"attn.{index}", f"block{index}.ln1", rec)
+                rope=None, cache=None, ablate=None, rec=None):
+        attn_name, cross_name = names.attn(index), names.cross(index)
+        attn = lambda h: self.attn(h, causal=causal, key_keep=key_keep, rope=rope, cache=cache, layer=index,
+                                   ablate=(ablate or {}).get(attn_name), rec=rec, name=attn_name)
+        x = self._sublayer(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), rec)
         if self.cross is not None:
             cross = lambda h: self.cross(h, memory, key_keep=memory_keep, cache=cache, layer=index, rec=rec,
-                                         name=f"cross.{index}")
-            x = self._sublayer(x, cross, self.ln_cross, f"cross.{index}", f"block{index}.ln_cross", rec)
-        return self._sublayer(x, self.mlp, self.ln2, f"mlp.{index}", f"block{index}.ln2", rec)
+                                         name=cross_name)
+            x = self._sublayer(x, cross, self.ln_cross, cross_name, names.norm(index, "ln_cross"), rec)
+        return self._sublayer(x, self.mlp, self.ln2, names.mlp(index), names.norm(index, "ln2"), rec)
 
     def _sublayer(self, x, fn, norm, write_name, norm_name, rec):
         if self.pre_norm:
@@ -217,5 +240,5 @@ class Block(nn.Module):
             rec.input(write_name, h)
             rec.write(write_name, out)
             if not self.pre_norm:
-                rec.write("norm." + write_name, new - norm_in)
+                rec.write(names.post_norm(write_name), new - norm_in)
         return new

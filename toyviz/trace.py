@@ -3,36 +3,41 @@
 The models compute; a `Recorder` passed into their forward collects what they computed
 (attention scores and probabilities, per-head outputs and writes, every LayerNorm's input
 and output, every write into the residual stream). The dataclasses below are what the rest
-of toyviz reads. Recording never changes a value the model computes: the recorder only
-keeps references (detached) to tensors the forward pass made anyway, plus per-head writes.
+of toyviz reads; the model's `trace` builds each one whole, and they are frozen. Recording
+never changes a value the model computes: the recorder only keeps references (detached) to
+tensors the forward pass made anyway, plus per-head writes. (Ablation is an argument of the
+forward itself, not of the recorder.)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
-ABLATIONS = ("zero", "mean")
+from . import names
+
+Pieces = Callable[[list[int]], list[str]]   # token ids → their text pieces (a tokenizer's `pieces`)
+
+
+def numbered(ids: list[int]) -> list[str]:
+    """Pieces for a model traced without its tokenizer: each token named by its id."""
+    return [str(i) for i in ids]
 
 
 class Recorder:
     """Collects named activations during one forward pass of batch size 1.
 
-    `scope("enc.")` returns a view that writes into the same storage under a prefix, so the
-    translator's encoder and decoder share one recorder. `ablate` maps attention-module
-    names (e.g. "attn.1") to {head: "zero" | "mean"}.
+    `scope(names.ENCODER)` returns a view that writes into the same storage under a prefix, so
+    the translator's encoder and decoder share one recorder.
     """
 
-    def __init__(self, ablate: dict[str, dict[int, str]] | None = None, prefix: str = "", store=None):
+    def __init__(self, prefix: str = "", store=None):
         self.prefix = prefix
         self.store = store if store is not None else {"attention": {}, "writes": {}, "norms": {}, "inputs": {}, "final": {}}
-        self.ablate = ablate or {}
 
     def scope(self, prefix: str) -> "Recorder":
-        return Recorder(self.ablate, self.prefix + prefix, self.store)
-
-    def ablation_for(self, name: str) -> dict[int, str]:
-        return self.ablate.get(self.prefix + name, {})
+        return Recorder(self.prefix + prefix, self.store)
 
     def attention(self, name: str, **tensors):
         self.store["attention"][self.prefix + name] = {k: v.detach()[0] for k, v in tensors.items()}
@@ -57,32 +62,23 @@ class Recorder:
             "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight),
         }
 
-    def final(self, name: str, tensor: torch.Tensor):
-        self.store["final"][self.prefix + name] = tensor.detach()[0]
+    def final(self, tensor: torch.Tensor):
+        """The stream the stack's final norm reads."""
+        self.store["final"][self.prefix + names.FINAL] = tensor.detach()[0]
 
-    def stacked(self, names: list[str], key: str) -> torch.Tensor:
-        """[len(names), ...] stack of one recorded attention tensor across modules."""
-        return torch.stack([self.store["attention"][n][key] for n in names])
+    def stacked(self, modules: list[str], key: str) -> torch.Tensor:
+        """[len(modules), ...] stack of one recorded attention tensor across attention modules."""
+        return torch.stack([self.store["attention"][n][key] for n in modules])
 
-    def parts(self, prefix: str) -> dict[str, torch.Tensor]:
+    def parts(self, stack: str = "") -> dict[str, torch.Tensor]:
         """Residual writes of one stack, in the order they happened, prefix stripped."""
-        return {k[len(prefix):]: v for k, v in self.store["writes"].items() if k.startswith(prefix)}
+        return names.of_stack(self.store["writes"], stack)
 
-    def norms(self, prefix: str = "") -> dict[str, dict[str, torch.Tensor]]:
-        return {k[len(prefix):]: v for k, v in self.store["norms"].items() if k.startswith(prefix)}
-
-
-def parse_ablation(heads, kind: str = "zero") -> dict[str, dict[int, str]]:
-    """[(layer, head), …] → {"attn.<layer>": {head: kind}} for a GPT's self-attention."""
-    if kind not in ABLATIONS:
-        raise ValueError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
-    ablate: dict[str, dict[int, str]] = {}
-    for layer, head in heads:
-        ablate.setdefault(f"attn.{int(layer)}", {})[int(head)] = kind
-    return ablate
+    def norms(self, stack: str = "") -> dict[str, dict[str, torch.Tensor]]:
+        return names.of_stack(self.store["norms"], stack)
 
 
-@dataclass
+@dataclass(frozen=True)
 class HeadView:
     """One head of one layer, unrolled; every tensor is what the model computed."""
     layer: int
@@ -114,7 +110,7 @@ class SelfAttentionStack:
             raise IndexError(f"no head {layer}.{head}: the model has {self.n_layer} layers × {self.n_head} heads")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Trace(SelfAttentionStack):
     """Everything one GPT forward pass computed for one prompt (batch size 1)."""
     tokens: list[str]                 # text pieces, BOS first
@@ -134,7 +130,7 @@ class Trace(SelfAttentionStack):
     layernorms: dict[str, dict[str, torch.Tensor]]
     logits: torch.Tensor              # [T, vocab]
     causal: bool = True
-    ablated: dict = field(default_factory=dict)
+    ablated: dict = field(default_factory=dict)   # the ablate the forward ran with: {"attn.1": {head: kind}}
     truncated: int = 0                # prompt tokens dropped to fit the context
     rope_angles: torch.Tensor | None = None   # [T, d_head/2] angle each q/k pair was turned by (RoPE models)
     described: str = "The prompt as {n} tokens (BOS first)"   # how figures name these tokens
@@ -146,7 +142,7 @@ class Trace(SelfAttentionStack):
                         self.head_out[layer, head], self.head_writes[layer, head], self.causal)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TranslatorTrace:
     """One encoder–decoder pass: source sentence in, decoder fed the chosen output."""
     src_tokens: list[str]
@@ -175,12 +171,12 @@ class TranslatorTrace:
             raise ValueError(f"side must be 'encoder' or 'decoder', not {side!r}")
         enc = side == "encoder"
         tokens, ids = (self.src_tokens, self.src_ids) if enc else (self.tgt_tokens, self.tgt_ids)
-        prefix = "enc." if enc else "dec."
+        stack = names.ENCODER if enc else names.DECODER
         return StackView(
             tokens=tokens, token_ids=ids,
             attention=self.encoder_attention if enc else self.decoder_attention,
             scores=self.encoder_scores if enc else self.decoder_scores,
-            layernorms={k[len(prefix):]: v for k, v in self.layernorms.items() if k.startswith(prefix)},
+            layernorms=names.of_stack(self.layernorms, stack),
             residual_parts=self.encoder_parts if enc else self.decoder_parts,
             residual_final=self.encoder_final if enc else self.decoder_final,
             positional=None if self.positional is None else self.positional[: len(ids)],
@@ -189,7 +185,7 @@ class TranslatorTrace:
                        "The Spanish output as {n} tokens (BOS first), the decoder's input"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class StackView(SelfAttentionStack):
     """One self-attention stack of the translator with the fields a GPT Trace has for it."""
     tokens: list[str]

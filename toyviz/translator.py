@@ -13,9 +13,10 @@ import torch
 import torch.nn as nn
 from huggingface_hub import PyTorchModelHubMixin
 
+from . import names
 from .config import TranslatorConfig
 from .layers import Block, KVCache, sinusoidal_encoding
-from .trace import Recorder, TranslatorTrace
+from .trace import Pieces, Recorder, TranslatorTrace, numbered
 
 
 @dataclass
@@ -61,28 +62,28 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
 
     def _stack(self, x, blocks, norm, rec, **kwargs):
         if rec is not None:
-            rec.write("embed", x)
+            rec.write(names.EMBED, x)
         for i, block in enumerate(blocks):
             x = block(x, index=i, rec=rec, **kwargs)
         if rec is not None:
-            rec.final("residual", x)
+            rec.final(x)
         if norm is None:
             return x
         h = norm(x)
         if rec is not None:
-            rec.norm("ln_f", norm, x, h)
+            rec.norm(names.LN_F, norm, x, h)
         return h
 
     def encode(self, src, src_keep, rec: Recorder | None = None):
         """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding."""
         return self._stack(self._embed(self.src_emb, src), self.encoder, self.enc_norm,
-                           rec and rec.scope("enc."), key_keep=src_keep)
+                           rec and rec.scope(names.ENCODER), key_keep=src_keep)
 
     def decode(self, tgt, memory, src_keep, rec: Recorder | None = None, cache: KVCache | None = None):
         """tgt (B, T) decoder inputs → logits (B, T, V_tgt); with a cache, tgt continues the cached positions."""
         offset = cache.length if cache is not None else 0
         h = self._stack(self._embed(self.tgt_emb, tgt, offset), self.decoder, self.dec_norm,
-                        rec and rec.scope("dec."), causal=True, memory=memory, memory_keep=src_keep,
+                        rec and rec.scope(names.DECODER), causal=True, memory=memory, memory_keep=src_keep,
                         cache=cache)
         return self.out(h)
 
@@ -133,23 +134,33 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         return max(finished or alive, key=lambda h: h.score)
 
     @torch.no_grad()
-    def trace(self, src_ids: list[int], tgt_ids: list[int]) -> TranslatorTrace:
-        """Traced pass: encoder over src_ids, decoder fed tgt_ids (BOS + chosen output)."""
+    def trace(self, src_ids: list[int], tgt_ids: list[int], *, src_pieces: Pieces = numbered,
+              tgt_pieces: Pieces = numbered, next_id: int | None = None) -> TranslatorTrace:
+        """Traced pass: encoder over src_ids, decoder fed tgt_ids (BOS + the chosen output) → the
+        complete TranslatorTrace.
+
+        The model has no tokenizers: `src_pieces` / `tgt_pieces` name the ids. Each decoder position
+        predicts the next input, and the last one `next_id`: the token the search chose there (EOS when
+        it finished), or, when None (the search was cut at max_len), the one the model ranks first.
+        """
         device = self.src_emb.weight.device
         rec = Recorder()
         src = torch.tensor([src_ids], device=device)
         keep = torch.ones_like(src, dtype=torch.bool)
         memory = self.encode(src, keep, rec)
         logits = self.decode(torch.tensor([tgt_ids], device=device), memory, keep, rec)
-        enc = [f"enc.attn.{i}" for i in range(self.config.n_encoder_layer)]
-        dec = [f"dec.attn.{i}" for i in range(self.config.n_decoder_layer)]
-        cross = [f"dec.cross.{i}" for i in range(self.config.n_decoder_layer)]
+        next_id = int(logits[0, -1].argmax()) if next_id is None else next_id
+        E, D = names.ENCODER, names.DECODER
+        enc = [E + names.attn(i) for i in range(self.config.n_encoder_layer)]
+        dec = [D + names.attn(i) for i in range(self.config.n_decoder_layer)]
+        cross = [D + names.cross(i) for i in range(self.config.n_decoder_layer)]
         return TranslatorTrace(
-            src_tokens=[], src_ids=list(src_ids), tgt_tokens=[], tgt_ids=list(tgt_ids), output_tokens=[],
+            src_tokens=src_pieces(src_ids), src_ids=list(src_ids), tgt_tokens=tgt_pieces(tgt_ids),
+            tgt_ids=list(tgt_ids), output_tokens=tgt_pieces(list(tgt_ids[1:]) + [next_id]),
             encoder_attention=rec.stacked(enc, "probs"), decoder_attention=rec.stacked(dec, "probs"),
             cross_attention=rec.stacked(cross, "probs"),
-            encoder_parts=rec.parts("enc."), decoder_parts=rec.parts("dec."),
-            encoder_final=rec.store["final"]["enc.residual"], decoder_final=rec.store["final"]["dec.residual"],
+            encoder_parts=rec.parts(E), decoder_parts=rec.parts(D),
+            encoder_final=rec.store["final"][E + names.FINAL], decoder_final=rec.store["final"][D + names.FINAL],
             layernorms=rec.norms(), logits=logits[0],
             encoder_scores=rec.stacked(enc, "scores"), decoder_scores=rec.stacked(dec, "scores"),
             positional=self.pe[: max(len(src_ids), len(tgt_ids))])
