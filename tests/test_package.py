@@ -71,10 +71,12 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_package_and_nothing_else(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {n.split("/")[0] for n in names} == {"toyviz", wheel.name.split("-py3")[0] + ".dist-info"}
-    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "toyviz").rglob("*.py")}
-    assert modules <= names, sorted(modules - names)
+    # every module and data file of the package (page.css included); not caches or Gradio's generated .pyi
+    files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "toyviz").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyi")}
+    assert files <= names, sorted(files - names)
     assert {"toyviz/__init__.py", "toyviz/checkpoint.py", "toyviz/variants.py", "toyviz/figures/__init__.py",
-            "toyviz/data/__init__.py"} <= names
+            "toyviz/data/__init__.py", "toyviz/page.css"} <= names
     assert not [n for n in names if n.startswith(("checkpoints/", "tests/", "benchmarks/", "app.py"))]
 
 
