@@ -1,0 +1,429 @@
+"""A class on one machine: N simulated students against the app on loopback, printed as one JSON line
+(a benchmark: nothing here asserts; tests/test_load.py runs a shorter class and asserts on it).
+
+    python -m benchmarks.load [--students 30] [--minutes 2] [--quick] [--timeout 60] [--log FILE]
+
+The app runs as its own process, exactly as `python app.py --device cpu` serves it (its queue and
+concurrency limits), on 127.0.0.1. Each student is a thread with its own gradio_client Client that,
+until the time is up, thinks for 1–4 s (uniform) and then does one of:
+- tab (60 %): a fresh prompt (the trace cache cannot answer) on /attention, /tokens or /residual;
+- generate (25 %): 64 new tokens from a fresh prompt, streamed by /generate;
+- translate (15 %): a fresh sentence through /translate with beam 4.
+Every request waits at most --timeout seconds (a student who gives up: the job is cancelled).
+The students' threads share this process, so on a small machine they take CPU from the server too.
+
+- requests: requests sent (answered + errors + client timeouts); requests_per_s over the run
+- errors: requests the app failed (its error message, a wrong answer, a dropped connection), plus
+  students who could not connect; error_messages: the first few, "endpoint: message"
+- client_timeouts: requests (or connects) still unanswered after --timeout seconds
+- actions: per action (tab, generate, translate) and per tab endpoint (tab/attention …): count of
+  answered requests and p50_s/p95_s, seconds from sending to the whole answer (generate: its last
+  streamed update), queueing included
+- first_token_p50_s / first_token_p95_s: generate only, seconds from sending to the first streamed
+  update that holds a generated token (what a student waits before text starts to appear)
+- rss_start_mb: the server's resident memory when it first answers (models loaded, nothing served);
+  rss_warm_mb: after a warm-up of one request to each endpoint in turn (timed nowhere, but counted in
+  requests, errors and timeouts); rss_end_mb: after the last request; rss_peak_mb: its high-water
+  mark; rss_growth_mb = end − start (the target's figure); rss_growth_after_warm_up_mb = end − warm;
+  rss_timeline_mb: every 10 s during the class (levelling off = caches filling, still rising = a leak)
+- server_tracebacks: tracebacks in the server's log; server_errors: their final lines, counted;
+  server_error_frames: the innermost frame of each, counted (the log is kept with --log)
+- alive_after: a fresh client's /tokens request answered after the class
+- targets (issue 17, 2-core CPU): 0 errors, 0 client timeouts, tab p95 ≤ 3 s, first-token p95 ≤ 2 s,
+  RSS growth ≤ 150 MB; each {value, target, met}
+--quick: 8 students for 0.5 minutes (unless --students/--minutes say otherwise).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")          # before gradio_client is imported
+
+ROOT = Path(__file__).resolve().parent.parent
+MIX = (("tab", 0.60), ("generate", 0.25), ("translate", 0.15))
+TAB_ENDPOINTS = ("attention", "tokens", "residual")
+THINK_S = (1.0, 4.0)
+NEW_TOKENS = 64
+BEAM = 4
+TIMEOUT_S = 60.0
+RSS_EVERY_S = 10.0
+POLL_S = 0.02                    # how often a streaming generation is looked at (time-to-first-token resolution)
+TARGETS = {"errors": 0, "client_timeouts": 0, "tab_p95_s": 3.0, "first_token_p95_s": 2.0, "rss_growth_mb": 150.0}
+
+OPENINGS = ["To be, or not to be", "ROMEO: But soft, what light", "Now is the winter of our discontent",
+            "Friends, Romans, countrymen", "All the world's a stage", "Once more unto the breach",
+            "KING LEAR: Blow, winds", "HAMLET: O, what a rogue", "JULIET: Wherefore art thou", "MACBETH: Is this"]
+WORDS = ("love honour night crown blood sword king queen fair sweet death heaven earth gentle noble speak tongue "
+         "heart eyes fortune grace friend foe time lord lady father son brother sister gold war peace sleep dream "
+         "soul fool wise old young tears joy storm sea moon sun star ghost grave poison letter ring dagger").split()
+SOURCES = ["The Lord is my shepherd", "In the beginning God created the heavens", "Jesus said to them, Come",
+           "And God said, Let there be light", "Blessed are the poor in spirit", "The people went out to the sea",
+           "And the king spoke to his servants", "Love your neighbour as yourself"]
+NOUNS = ["the earth", "the city", "his house", "the water", "the children", "the mountain", "the bread",
+         "the temple", "the field", "the night", "the women", "the river", "the gate", "the land", "the fire"]
+
+
+# ---------------------------------------------------------------------------- the server -------
+
+class Server:
+    """`python app.py` on a free loopback port, its output in a log file; use as a context manager."""
+
+    def __init__(self, device: str = "cpu", start_timeout: float = 240.0, log: str | Path | None = None):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.keep_log = log is not None
+        self.log_path = Path(log) if log else Path(tempfile.mkstemp(prefix="toyviz-load-", suffix=".log")[1])
+        env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(self.port),
+                   GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen([sys.executable, "app.py", "--device", device], cwd=ROOT, env=env,
+                                         stdout=out, stderr=subprocess.STDOUT)
+        try:
+            self._wait_until_up(start_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_until_up(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"app.py exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "config", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        raise TimeoutError(f"app.py did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def memory_mb(self) -> dict:
+        """Resident memory now and its high-water mark, MB (Linux /proc; {} elsewhere)."""
+        try:
+            lines = Path(f"/proc/{self.proc.pid}/status").read_text().splitlines()
+        except OSError:
+            return {}
+        kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines) if k in ("VmRSS", "VmHWM")}
+        return {"rss": kb.get("VmRSS", 0) / 1024, "peak": kb.get("VmHWM", 0) / 1024}
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log()[-chars:]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        if not self.keep_log:
+            self.log_path.unlink(missing_ok=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def server_errors(log: str) -> dict:
+    """Tracebacks in a server log: how many, their final lines and innermost frames, counted."""
+    finals, frames = collections.Counter(), collections.Counter()
+    blocks = log.split("Traceback (most recent call last):")[1:]
+    for block in blocks:
+        lines = block.splitlines()
+        frame_lines = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+        if frame_lines:
+            i = frame_lines[-1]
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            frames[f"{lines[i].strip()}: {code}"[:300]] += 1
+        final = next((line for line in lines[1:] if line and not line.startswith((" ", "\t", "^"))), "?")
+        finals[final.strip()[:200]] += 1
+    return {"server_tracebacks": len(blocks), "server_errors": dict(finals.most_common(8)),
+            "server_error_frames": dict(frames.most_common(5))}
+
+
+# ---------------------------------------------------------------------------- the students -----
+
+@dataclass
+class Record:
+    action: str                     # tab / generate / translate / connect
+    endpoint: str
+    outcome: str                    # ok / error / timeout
+    seconds: float
+    first_token: float | None = None
+    message: str = ""
+
+
+@dataclass
+class Class:
+    records: list = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, record: Record):
+        with self.lock:
+            self.records.append(record)
+
+
+def connect(url: str, timeout: float):
+    from gradio_client import Client
+    import httpx
+    # httpx's default 5 s would fail a busy server's slow answer where a browser keeps waiting
+    return Client(url, verbose=False, analytics_enabled=False, download_files=False,
+                  httpx_kwargs={"timeout": httpx.Timeout(timeout)})
+
+
+def connect_failure(err: Exception, start: float) -> Record:
+    import httpx
+    outcome = "timeout" if isinstance(err, httpx.TimeoutException) else "error"
+    return Record("connect", "connect", outcome, time.monotonic() - start, message=f"connect: {err!r}"[:300])
+
+
+def fresh_prompt(rng: random.Random, words: tuple[int, int]) -> str:
+    return f"{rng.choice(OPENINGS)}, " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(*words)))
+
+
+def fresh_source(rng: random.Random) -> str:
+    return f"{rng.choice(SOURCES)} {rng.choice(['to', 'in', 'from', 'by'])} {rng.choice(NOUNS)} " \
+           f"and {rng.choice(NOUNS)}."
+
+
+def request_args(action: str, rng: random.Random, endpoint: str | None = None) -> tuple[str, tuple]:
+    """The endpoint (for a tab: this one, else a random one) and inputs of one action with fresh text."""
+    if action == "generate":
+        return "generate", (fresh_prompt(rng, (3, 15)), 0.8, 50, 0.95, NEW_TOKENS, rng.randrange(10**6), False)
+    if action == "translate":
+        return "translate", (fresh_source(rng), BEAM, "cross", "average", "average", False)
+    endpoint, prompt = endpoint or rng.choice(TAB_ENDPOINTS), fresh_prompt(rng, (10, 50))
+    if endpoint == "attention":
+        return endpoint, (prompt, rng.randrange(4), rng.randrange(4), "probs", [], False, "gpt")
+    if endpoint == "residual":
+        return endpoint, (prompt, -1, False, "gpt")
+    return endpoint, (prompt, False, "gpt")
+
+
+def check(endpoint: str, outputs) -> str:
+    """'' if the answer looks right, else what is wrong with it."""
+    if endpoint == "generate":
+        n = outputs[1].count('class="token-prob"') if isinstance(outputs[1], str) else 0
+        return "" if n == NEW_TOKENS else f"wrong answer: {n} generated tokens, not {NEW_TOKENS}"
+    plot = outputs[2] if endpoint == "translate" else outputs[1]
+    if endpoint == "translate" and not (isinstance(outputs[1], str) and outputs[1].strip()):
+        return "wrong answer: no translation"
+    return "" if isinstance(plot, dict) and plot.get("type") == "plotly" else f"wrong answer: {str(plot)[:80]}"
+
+
+def has_token(update) -> bool:
+    return isinstance(update, (tuple, list)) and len(update) > 1 and isinstance(update[1], str) \
+        and 'class="token-prob"' in update[1]
+
+
+def request(client, action: str, endpoint: str, args: tuple, timeout: float) -> Record:
+    """One request, bounded by timeout; a timed-out job is cancelled (the student left)."""
+    from gradio_client.exceptions import AppError
+    import httpx
+    start = time.monotonic()
+    first = None
+    job = None
+    try:
+        job = client.submit(*args, api_name=f"/{endpoint}")
+        if action == "generate":                        # watch the stream for the first generated token
+            while not job.done():
+                if first is None and any(has_token(u) for u in list(job.outputs())):
+                    first = time.monotonic() - start
+                if time.monotonic() - start > timeout:
+                    raise concurrent.futures.TimeoutError
+                time.sleep(POLL_S)
+        outputs = job.result(timeout=max(0.0, timeout - (time.monotonic() - start)))
+        seconds = time.monotonic() - start
+        if action == "generate" and first is None:
+            first = seconds if has_token(outputs) else None
+        problem = check(endpoint, outputs)
+        return Record(action, endpoint, "error" if problem else "ok", seconds, first, problem)
+    except (concurrent.futures.TimeoutError, TimeoutError, httpx.TimeoutException) as err:
+        if job is not None:
+            try:
+                job.cancel()
+            except Exception:                                          # noqa: BLE001 — best effort
+                pass
+        return Record(action, endpoint, "timeout", time.monotonic() - start, first, f"timeout: {err!r}"[:200])
+    except AppError as err:
+        return Record(action, endpoint, "error", time.monotonic() - start, first, f"app error: {err}"[:300])
+    except Exception as err:                                           # noqa: BLE001 — counted, reported
+        return Record(action, endpoint, "error", time.monotonic() - start, first, repr(err)[:300])
+
+
+def student(url: str, n: int, deadline: float, timeout: float, seed: int, out: Class):
+    rng = random.Random(seed * 100_003 + n)
+    start = time.monotonic()
+    try:
+        client = connect(url, timeout)
+    except Exception as err:                                           # noqa: BLE001 — counted, reported
+        out.add(connect_failure(err, start))
+        return
+    time.sleep(rng.uniform(0, THINK_S[1]))             # a class opens the link within a few seconds
+    while time.monotonic() < deadline:
+        action = rng.choices([a for a, _ in MIX], [w for _, w in MIX])[0]
+        endpoint, args = request_args(action, rng)
+        out.add(request(client, action, endpoint, args, timeout))
+        time.sleep(rng.uniform(*THINK_S))
+    try:
+        client.close()
+    except Exception:                                                  # noqa: BLE001 — best effort
+        pass
+
+
+def run_class(url: str, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0,
+              out: Class | None = None) -> tuple[Class, float, list]:
+    """Students on url for `seconds`; returns their records (added to out), the wall time and any
+    student thread still stuck."""
+    out, started = out or Class(), time.monotonic()
+    deadline = started + seconds
+    threads = [threading.Thread(target=student, args=(url, n, deadline, timeout, seed, out), daemon=True,
+                                name=f"student-{n}") for n in range(students)]
+    for t in threads:
+        t.start()
+    for t in threads:                     # a request may start just before the deadline; connects too
+        t.join(timeout=max(0.1, deadline + 2 * timeout + THINK_S[1] + 10 - time.monotonic()))
+    return out, time.monotonic() - started, [t.name for t in threads if t.is_alive()]
+
+
+def warm_up(url: str, timeout: float, seed: int, out: Class):
+    """One request to each endpoint in turn, before the class: what the server allocates once
+    (lazy imports, first buffers) then shows in rss_warm_mb, not as growth under load."""
+    rng = random.Random(-1 - seed)
+    try:
+        client = connect(url, timeout)
+    except Exception as err:                                           # noqa: BLE001 — counted, reported
+        out.add(connect_failure(err, time.monotonic()))
+        return
+    for action, endpoint in [("tab", e) for e in TAB_ENDPOINTS] + [("generate", None), ("translate", None)]:
+        endpoint, args = request_args(action, rng, endpoint)
+        record = request(client, action, endpoint, args, timeout)
+        record.action = "warm-up"                     # counted as a request (and error, timeout), not timed
+        out.add(record)
+    try:
+        client.close()
+    except Exception:                                                  # noqa: BLE001 — best effort
+        pass
+
+
+def alive(url: str, timeout: float) -> bool:
+    try:
+        outputs = connect(url, timeout).submit("Still there?", False, "gpt", api_name="/tokens").result(timeout=timeout)
+        return not check("tokens", outputs)
+    except Exception:                                                  # noqa: BLE001 — the answer is False
+        return False
+
+
+# ---------------------------------------------------------------------------- the figures ------
+
+def percentile(values, q: float):
+    """Nearest-rank percentile (None for no values)."""
+    values = sorted(values)
+    return values[max(0, math.ceil(q * len(values)) - 1)] if values else None
+
+
+def spread(values) -> dict:
+    r = lambda x: None if x is None else round(x, 3)
+    return {"count": len(values), "p50_s": r(percentile(values, 0.5)), "p95_s": r(percentile(values, 0.95))}
+
+
+def summarise(out: Class, elapsed: float, stuck: list) -> dict:
+    records = out.records
+    sent = [r for r in records if r.action != "connect"]
+    errors = [r for r in records if r.outcome == "error"]
+    timeouts = [r for r in records if r.outcome == "timeout"]
+    ok = [r for r in sent if r.outcome == "ok"]
+    actions = {a: spread([r.seconds for r in ok if r.action == a]) for a, _ in MIX}
+    actions.update({f"tab/{e}": spread([r.seconds for r in ok if r.action == "tab" and r.endpoint == e]) for e in TAB_ENDPOINTS})
+    first = [r.first_token for r in sent if r.action == "generate" and r.outcome == "ok" and r.first_token is not None]
+    messages = collections.Counter(f"{r.endpoint}: {r.message}" for r in errors + timeouts)
+    return {"requests": len(sent), "requests_per_s": round(len(sent) / elapsed, 2) if elapsed else None,
+            "errors": len(errors), "error_messages": [f"{m} (×{n})" for m, n in messages.most_common(5)],
+            "client_timeouts": len(timeouts) + len(stuck), "stuck_students": stuck,
+            "actions": actions,
+            "first_token_p50_s": spread(first)["p50_s"], "first_token_p95_s": spread(first)["p95_s"],
+            "elapsed_s": round(elapsed, 1)}
+
+
+def targets(figures: dict) -> dict:
+    value = {"errors": figures["errors"], "client_timeouts": figures["client_timeouts"],
+             "tab_p95_s": figures["actions"]["tab"]["p95_s"], "first_token_p95_s": figures["first_token_p95_s"],
+             "rss_growth_mb": figures.get("rss_growth_mb")}
+    return {k: {"value": value[k], "target": ("= " if k in ("errors", "client_timeouts") else "≤ ") + str(t),
+                "met": value[k] is not None and value[k] <= t} for k, t in TARGETS.items()}
+
+
+def measure(server: Server, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0) -> dict:
+    """A class of `students` on a running server for `seconds`: every figure in the docstring."""
+    start_memory, out = server.memory_mb(), Class()
+    warm_up(server.url, timeout, seed, out)
+    warm_memory, timeline, done = server.memory_mb(), [], threading.Event()
+
+    def sample():                                       # does memory level off or keep growing?
+        while not done.wait(RSS_EVERY_S):
+            timeline.append(round(server.memory_mb().get("rss", 0)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, elapsed, stuck = run_class(server.url, students, seconds, timeout, seed, out)
+    done.set()
+    sampler.join(timeout=5)
+    end_memory = server.memory_mb()
+    figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
+               **summarise(out, elapsed, stuck)}
+    r = lambda x: None if x is None else round(x, 1)
+    figures.update({"rss_start_mb": r(start_memory.get("rss")), "rss_warm_mb": r(warm_memory.get("rss")),
+                    "rss_end_mb": r(end_memory.get("rss")),
+                    "rss_peak_mb": r(end_memory.get("peak")),
+                    "rss_growth_mb": r(end_memory["rss"] - start_memory["rss"]) if start_memory and end_memory
+                    else None,
+                    "rss_growth_after_warm_up_mb": r(end_memory["rss"] - warm_memory["rss"])
+                    if warm_memory and end_memory else None, "rss_timeline_mb": timeline})
+    figures["alive_after"] = alive(server.url, timeout)
+    figures.update(server_errors(server.log()))
+    figures["targets"] = targets(figures)
+    return figures
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=None, help="default 30 (8 with --quick)")
+    parser.add_argument("--minutes", type=float, default=None, help="default 2 (0.5 with --quick)")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds a student waits for one answer")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--log", default=None, help="keep the server's log in this file")
+    args = parser.parse_args(argv)
+    students = args.students or (8 if args.quick else 30)
+    minutes = args.minutes or (0.5 if args.quick else 2.0)
+    with Server(args.device, log=args.log) as server:
+        figures = measure(server, students, minutes * 60, args.timeout, args.seed)
+    print(json.dumps({**figures, "quick": args.quick}, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
