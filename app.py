@@ -3,14 +3,14 @@
     python app.py [--device cpu|cuda] [--gpt PATH_OR_REPO] [--translator PATH_OR_REPO]
 
 This file only lays out and wires: the renderers are `toyviz.views` (inputs → note and figures, no
-Gradio), the controls' ranges `toyviz.controls`. Top to bottom: errors, the header, each tab's
-layout, the registry binding each renderer to its tab, controls and HTTP name, deep links, start-up.
+Gradio), the controls' ranges `toyviz.controls`, the app's Gradio pieces (a figure plot, sliders,
+how a user's error is shown) `toyviz.components`. Top to bottom: the header, each tab's layout, the
+registry binding each renderer to its tab, controls and HTTP name, deep links, start-up.
 """
 from __future__ import annotations
 
 import argparse
 import functools
-import inspect
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +21,7 @@ import gradio as gr
 
 import toyviz
 from toyviz import links, views
-from toyviz.components import plot, slider
+from toyviz.components import friendly, plot, slider
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
@@ -30,50 +30,27 @@ from toyviz.variants import VARIANTS
 
 CSS = (Path(toyviz.__file__).parent / "page.css").read_text(encoding="utf-8")
 TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
-USER_ERRORS = (toyviz.PromptError, ValueError, IndexError)
-
-
-# ---------------------------------------------------------------- errors -------------------
-
-def friendly(fn):
-    """Turn input problems into a message in the page instead of a traceback. A generator's updates
-    stream through, with None meaning "leave this output as it is"."""
-    if inspect.isgeneratorfunction(getattr(fn, "func", fn)):
-        @functools.wraps(fn)
-        def stream(*args, **kwargs):
-            try:
-                for update in fn(*args, **kwargs):
-                    yield tuple(gr.skip() if value is None else value for value in update)
-            except USER_ERRORS as err:
-                raise gr.Error(str(err)) from None
-        return stream
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except USER_ERRORS as err:
-            raise gr.Error(str(err)) from None
-    return wrapper
 
 
 # ---------------------------------------------------------------- layout -------------------
 
-def header(ui, explorer: Explorer):
-    gr.Markdown("# toyviz — see a transformer work\nA 4-layer GPT trained on Shakespeare and an English→Spanish "
-                "translator, both trained from scratch by this project. Type a prompt; every tab explains one idea.")
-    with gr.Row():
-        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=2, scale=5, elem_id="prompt")
-        with gr.Column(scale=1, min_width=180):
-            ui.run = gr.Button("Explore", variant="primary", elem_id="run")
-            ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector")
+def header(ui):
+    """One line of title, then the prompt with the controls every tab shares beside it: the tabs start
+    within the first 300 px of a laptop screen. The link box appears once there is a link."""
+    gr.Markdown(views.EXPLAIN["header"], elem_id="intro")
+    with gr.Row(equal_height=False):
+        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=2, scale=4, elem_id="prompt")
+        with gr.Column(scale=2, min_width=320):
+            ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
+                                value=DEFAULTS["model"], label="model (Tokens, Positions, Attention, Layer norm, "
+                                                               "Residual stream)", elem_id="model")
+            with gr.Row():
+                ui.run = gr.Button("Explore", variant="primary", elem_id="run", min_width=100)
+                ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", min_width=100)
+        with gr.Column(scale=1, min_width=170):
             ui.link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
             ui.export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
-    ui.model = gr.Radio([("GPT", "gpt"), ("translator: encoder (reads the prompt as English)", "encoder"),
-                         ("translator: decoder (writes its Spanish)", "decoder")], value=DEFAULTS["model"],
-                        label="model for the Tokens, Positions, Attention, Layer norm and Residual stream tabs "
-                              "(the others show the GPT)", elem_id="model")
-    ui.link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", max_lines=1)
+    ui.link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", max_lines=1, visible=False)
     ui.exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
     ui.note = gr.Markdown(elem_id="note")
     ui.current = gr.State(DEFAULTS["tab"])
@@ -159,10 +136,9 @@ def translate_tab(ui, sizes):
         ui.spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", interactive=False, elem_id="spanish")
         with gr.Row():
             ui.attention_kind = gr.Radio(["cross", "encoder", "decoder"], value="cross", label="attention")
-            ui.tr_layer = gr.Dropdown(["average"] + [str(i) for i in range(sizes.translator_layers)],
-                                      value="average", label="layer")
-            ui.tr_head = gr.Dropdown(["average"] + [str(i) for i in range(sizes.translator_heads)], value="average",
-                                     label="head")
+            average_or = lambda n: ["average"] + [str(i) for i in range(n)]
+            ui.tr_layer = gr.Dropdown(average_or(sizes.translator_layers), value="average", label="layer")
+            ui.tr_head = gr.Dropdown(average_or(sizes.translator_heads), value="average", label="head")
         ui.translate_out = [plot("cross-plot"), plot("candidates-plot")]
 
 
@@ -291,6 +267,7 @@ def wire_links(ui, demo: gr.Blocks):
                 ui.seed, ui.max_new, ui.source, ui.beam, ui.snapshot, ui.projector, ui.model]
     ui.make_link = lambda *values: links.build(dict(zip(state, values)))
     ui.link_button.click(ui.make_link, controls, ui.link, api_name="link").then(
+        lambda: gr.Textbox(visible=True), None, ui.link, api_visibility="private").then(
         None, ui.link, ui.link, js="(q) => { const u = location.origin + location.pathname + q; "
                                    "navigator.clipboard && navigator.clipboard.writeText(u).catch(() => {}); return u; }")
     ui.projector.change(None, ui.projector, None, js=TOGGLE_PROJECTOR)
@@ -313,7 +290,7 @@ def build(explorer: Explorer) -> gr.Blocks:
     ui, sizes = SimpleNamespace(), explorer.sizes()
     bind = lambda view: friendly(functools.partial(view, explorer))      # a renderer serving this explorer
     with gr.Blocks(title="toyviz — see a transformer work") as demo:
-        header(ui, explorer)
+        header(ui)
         with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs") as ui.tabs:
             prompt_tabs(ui, sizes)
             sample_tab(ui)

@@ -272,7 +272,7 @@ def test_generate_streams_partials_and_ends_with_text(shipped):
     counts = [p[1].count('class="token-prob"') for p in parts]
     assert counts == sorted(counts) and counts[0] >= 1 and counts[-1] == 12, counts   # grows token by token
     note, text_html, bars, tokens = check_shape(parts[-1], "TTPP", "/generate")
-    assert 'id="generated-text"' in text_html and visible_text(text_html).strip(), text_html[:300]
+    assert text_html.startswith('<span class="token-prob"') and visible_text(text_html).strip(), text_html[:300]
     assert "temperature 0.8" in title(figure(bars))
 
 

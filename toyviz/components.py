@@ -1,16 +1,53 @@
-"""The app's own Gradio building blocks: a plot that keeps each figure's download settings and a
-slider that takes its range from toyviz.controls. The only Gradio code in the package besides
-app.py's wiring; the renderers (toyviz.views) and figures stay free of it.
+"""The app's own Gradio building blocks: a plot that keeps each figure's download settings, a slider
+that takes its range from toyviz.controls, and how a user's mistake reaches the page (`friendly`).
+The only Gradio code in the package; the renderers (toyviz.views) and figures stay free of it.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import logging
+from contextlib import contextmanager
 
 import gradio as gr
 from gradio.components.plot import PlotData
 
+from .api import PromptError
 from .controls import DEFAULTS, RANGES
 from .figures import config_for
+
+USER_ERRORS = (PromptError, ValueError, IndexError)
+log = logging.getLogger("toyviz")
+
+
+@contextmanager
+def user_errors(fn):
+    """A user's bad input becomes one log line (which renderer, what) and a message that stays on the
+    page until closed: not a toast that fades before a hall has read it, nor a traceback in the log."""
+    try:
+        yield
+    except USER_ERRORS as err:
+        log.warning("rejected input to %s: %s", getattr(getattr(fn, "func", fn), "__name__", "?"), err)
+        raise gr.Error(str(err), duration=None, print_exception=False) from None
+
+
+def friendly(fn):
+    """fn with its input problems shown in the page. A generator's updates stream through, None
+    meaning "leave this output as it is"."""
+    if inspect.isgeneratorfunction(getattr(fn, "func", fn)):
+        @functools.wraps(fn)
+        def stream(*args, **kwargs):
+            with user_errors(fn):
+                for update in fn(*args, **kwargs):
+                    yield tuple(gr.skip() if value is None else value for value in update)
+        return stream
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with user_errors(fn):
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 class FigurePlot(gr.Plot):

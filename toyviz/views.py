@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -37,6 +38,8 @@ LOADED_GPT, LOADED_TRANSLATOR = "this app's GPT", "this app's translator"     # 
 
 # each tab's explanation, shown above it
 EXPLAIN = {
+    "header": "**toyviz — see a transformer work.** A 4-layer GPT trained on Shakespeare and an English→Spanish "
+              "translator, both trained from scratch by this project. Type a prompt; every tab explains one idea.",
     "tokens": "The model never sees letters: a byte-level BPE tokenizer, trained on the same text, cuts the prompt "
               "into pieces and each piece becomes a vector. A BOS token (`<|endoftext|>`) always comes first.",
     "positional": "Attention alone cannot tell word order, so a position vector is added to every token. The "
@@ -221,30 +224,41 @@ def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p
                                                top_p=p, projector=projector)
 
 
+# Live sampling shows the tokens at a reading pace, at most TOKENS_PER_S (a fast CPU flashes 64 tokens up
+# in under a second, which hides that the model writes one token at a time), sends the text at most
+# TEXT_EVERY_S apart (tokens that come faster go together) and the figures with the last token only:
+# a browser sent more updates than it can draw falls behind the server, so the page freezes and Stop
+# arrives after the generation is over (redrawing the bars plot costs the page 100-300 ms each time).
+TOKENS_PER_S, TEXT_EVERY_S = 32, 1 / 30
+
+
 def probability_html(pieces: list[tuple[str, float]]) -> str:
-    """Generated text with each token's background as dark as the probability it was drawn with."""
-    spans = (f'<span class="token-prob" title="p = {p:.3f}" style="background: rgba(99,102,241,{0.12 + 0.6 * p:.2f})">'
-             f"{html.escape(text)}</span>" for text, p in pieces)
-    return '<div id="generated-text" style="font-family: monospace; line-height: 1.7">' + "".join(spans) + "</div>"
+    """Generated text with each token's background as dark as the probability it was drawn with. Only
+    spans, no wrapper: each streamed update extends the last one, so Gradio sends just the new spans."""
+    return "".join(f'<span class="token-prob" title="p = {p:.3f}" style="background: rgba(99,102,241,'
+                   f'{0.12 + 0.6 * p:.2f})">{html.escape(text)}</span>' for text, p in pieces)
 
 
 def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, max_new=80, seed=0,
                   projector=False) -> Iterator[tuple]:
-    """Live sampling: yields (note, text HTML, next-token bars, generated-tokens figure or None) as
-    tokens arrive; the generated-tokens figure comes with the last update only."""
+    """Live sampling: yields (note, text HTML, next-token bars, generated-tokens figure) as tokens arrive,
+    None meaning "unchanged": the text at most every TEXT_EVERY_S and at most TOKENS_PER_S, the figures
+    with the last token."""
     gpt = explorer.need_gpt()
     text, note = clean_prompt(prompt)
     t, k, p = sampling_settings(temperature, top_k, top_p)
     max_new, seed = setting("max_new", max_new), setting("seed", seed)
-    pieces, tokens, bars = [], [], None
-    for i, step in enumerate(gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed)):
+    pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
+    for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed):
         pieces.append((step.text, step.prob))
         tokens.append((step.piece, step.prob))
-        if i % 4 == 0 or i == max_new - 1:        # bars every few tokens keep the stream light
-            bars = sampling_figs.next_token_bars(step.logits, gpt.tokenizer.piece, temperature=t, top_k=k, top_p=p,
-                                                 projector=projector)
-        yield note, probability_html(pieces), bars, None
-    # at the end, the same tokens as a figure (hover details, PNG export)
+        time.sleep(max(0.0, start + len(pieces) / TOKENS_PER_S - time.perf_counter()))      # ahead of the pace
+        if time.perf_counter() - sent >= TEXT_EVERY_S:
+            sent = time.perf_counter()
+            yield note, probability_html(pieces), None, None
+    # at the end: all the text, the last step's next-token bars, the same tokens as a figure (hover, PNG)
+    bars = sampling_figs.next_token_bars(step.logits, gpt.tokenizer.piece, temperature=t, top_k=k, top_p=p,
+                                         projector=projector)
     yield note, probability_html(pieces), bars, sampling_figs.generated_tokens(tokens, projector=projector)
 
 
