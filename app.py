@@ -253,8 +253,11 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
     ui.preset.change(bind(views.size_view), size_inputs, ui.size_out, api_name="size")
     ui.preset.change(lambda preset: views.preset_fields(explorer, preset) or [gr.skip()] * len(ui.calc), ui.preset,
                      ui.calc, api_visibility="private")
-    for event in [ui.tab_model.select] + [c.submit if isinstance(c, gr.Number) else c.change for c in ui.calc]:
-        event(bind(views.size_view), size_inputs, ui.size_out, api_visibility="private")
+    for field in ui.calc:           # editing a field makes the preset "custom", so the figures follow the fields
+        field.input(lambda: "custom", None, ui.preset, api_visibility="private")
+    numbers = [event for c in ui.calc if isinstance(c, gr.Number) for event in (c.submit, c.blur)]
+    gr.on([ui.tab_model.select] + numbers + [c.change for c in ui.calc if not isinstance(c, gr.Number)],
+          bind(views.size_view), size_inputs, ui.size_out, api_visibility="private")
     gr.on([ui.tab_layernorm.select, ui.model.change],
           lambda p, m: gr.update(choices=views.layernorm_choices(explorer, p, m)), [ui.prompt, ui.model],
           ui.norm_name, api_visibility="private")

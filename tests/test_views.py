@@ -71,6 +71,9 @@ def test_what_the_renderers_say(shipped):
     assert f"**{count_parameters(shipped.translator)['total']:,} parameters**" in text
     assert "354,823,168" in views.size_view(shipped, "gpt2-medium")[0]
     assert views.preset_fields(shipped, "gpt2")[:3] == [12, 12, 768] and views.preset_fields(shipped, "custom") is None
+    tr = shipped.translator.config                          # the translator's fields are its own, per stack
+    assert views.preset_fields(shipped, views.LOADED_TRANSLATOR)[:4] == [tr.n_encoder_layer, tr.n_head, tr.d_model,
+                                                                         tr.d_ff]
     results = shipped.experiment_results()                  # shipped: the summary speaks of its variants
     summary, curves, *_ = views.experiments_view(shipped, PROMPT, ["baseline", "rope"], "tokens", False)
     assert "baseline" in summary and {d.name for d in curves.data} >= {"baseline", "rope"} and results

@@ -351,7 +351,12 @@ def size_view(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_ff
 
 
 def preset_fields(explorer: Explorer, preset) -> list | None:
-    """A GPT preset's configuration for the calculator's fields (None: leave the fields as they are)."""
+    """A preset's configuration for the calculator's fields (None: leave the fields as they are). The
+    translator fills them per stack: its encoder and decoder each have that many layers."""
+    if preset == LOADED_TRANSLATOR and explorer.translator:
+        c = explorer.translator.config
+        return [c.n_encoder_layer, c.n_head, c.d_model, c.d_ff, c.tgt_vocab_size, c.context, "sinusoidal",
+                c.feed_forward, False]
     config = explorer.gpt.config if preset == LOADED_GPT and explorer.gpt else PRESETS.get(preset)
     if config is None:
         return None
