@@ -7,10 +7,10 @@ as compact base64, and nan-aware average pooling for big matrices).
 """
 from __future__ import annotations
 
-import functools
 import html
 import math
 import re
+import threading
 
 import numpy as np
 import plotly.graph_objects as go
@@ -27,16 +27,38 @@ USED_TRACES = ("heatmap", "bar", "scatter", "histogram")
 UNUSED_LAYOUT = ("polar", "ternary", "scene", "geo")
 
 
-@functools.lru_cache(maxsize=2)
+_TEMPLATES: dict[bool, go.layout.Template] = {}     # projector → the house template, built once
+_TEMPLATE_LOCK = threading.Lock()
+
+
 def _template(projector: bool) -> go.layout.Template:
-    """plotly_white with the house fonts; every axis and annotation of a figure inherits from it
-    (one template instead of updating each subplot's axes, which is slow in plotly)."""
+    """The house template (plotly_white with the house fonts) for laptop or projector; every axis and
+    annotation of a figure inherits from it (one template instead of updating each subplot's axes,
+    which is slow in plotly).
+
+    Shared by every figure and every Gradio worker thread, so it is built once, under a lock, and
+    never changed afterwards; a figure only ever copies it (plotly's validator turns the Template it
+    is given into the layout's own copy, reading nothing but the top-level dict)."""
+    template = _TEMPLATES.get(projector)
+    if template is None:
+        with _TEMPLATE_LOCK:
+            template = _TEMPLATES.get(projector)
+            if template is None:
+                template = _TEMPLATES[projector] = _build_template(projector)
+    return template
+
+
+def _build_template(projector: bool) -> go.layout.Template:
     font = round(BASE_FONT * (PROJECTOR_SCALE if projector else 1.0))
-    white = pio.templates["plotly_white"]
+    # plotly_white as plain dicts (a deep copy), never its graph objects: pio.templates is global, and a
+    # plotly object creates its child objects lazily on first read, so threads reading the same one for
+    # the first time each make their own children and then fail to find themselves among their parent's
+    # (`ValueError: Invalid value` from BaseFigure._index_is — issue 17)
+    white = pio.templates["plotly_white"].to_plotly_json()
     # only the trace types and axes toyviz draws: each figure validates its template, and all of
     # plotly_white (24 trace types, 3-D, polar, geo …) made that 30 ms a figure
-    layout = {k: v for k, v in white.layout.to_plotly_json().items() if k not in UNUSED_LAYOUT}
-    template = go.layout.Template(layout=layout, data={kind: white.data[kind] for kind in USED_TRACES})
+    layout = {k: v for k, v in white["layout"].items() if k not in UNUSED_LAYOUT}
+    template = go.layout.Template(layout=layout, data={kind: white["data"][kind] for kind in USED_TRACES})
     template.layout.update(
         font=dict(family=FONT_FAMILY, size=font), title_font_size=round(font * 1.25),
         hoverlabel_font_size=font, legend_font_size=font,
