@@ -8,7 +8,7 @@ import torch
 
 from toyviz.api import GPT
 from toyviz.config import GPTConfig
-from toyviz.figures import CELL_FONT, PROJECTOR_SCALE, config_for, token_labels
+from toyviz.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, config_for, token_labels
 from toyviz.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
 from toyviz.gpt import ToyGPT
 from toyviz.heads import label_heads
@@ -177,6 +177,9 @@ def test_attention_grid_small_multiples(trace):
     expected = attention.attention_matrix(trace, 0, 0)
     assert np.allclose(first_tile, expected, equal_nan=True) and np.isnan(first_tile[0, 1])
     assert np.isnan(z(fig)[:T, T]).all()                        # the band between tiles
+    # one quantity, one scale: every head's probabilities on the same 0..1 colour axis with one bar
+    assert fig.data[0].coloraxis == "coloraxis" and (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+    assert fig.layout.coloraxis.colorbar.title.text == "probs"
 
 
 def test_overview_payload_and_build_time_at_128_tokens(big):
@@ -206,10 +209,48 @@ def test_head_step_numbers_agree_with_the_trace(trace):
     fig = attention.head_steps(trace, 1, 2, 5)
     assert len(fig.data) == 10 and len(fig.layout.annotations) == 10
     assert "head 2" in title(fig)
-    assert np.isnan(z(fig, 6)[0, 6:]).all() and np.isnan(z(fig, 7)[0, 6:]).all()   # masked keys grey
-    assert fig.data[7].zmax == pytest.approx(np.nanmax(z(fig, 7)))     # probs scaled to their largest
     with pytest.raises(IndexError):
         attention.head_step_numbers(trace, 0, 0, T)
+
+
+def test_head_steps_one_colour_scale_per_quantity(trace):
+    """Steps 5–7 (q·k, ÷√d, masked) are one quantity on one shared, 0-centred scale with its bar, so ÷√d is
+    paler; step 8's probabilities are on 0..1 with their own bar; masked keys are NaN (grey), not the most
+    negative colour; the values are printed in the cells; no panel has a private, unexplained scale."""
+    s = attention.head_step_numbers(trace, 1, 2, 5)
+    fig = attention.head_steps(trace, 1, 2, 5)
+    dot, scaled, masked, probs = fig.data[4:8]
+    assert dot.coloraxis == scaled.coloraxis == masked.coloraxis == "coloraxis" and probs.coloraxis == "coloraxis2"
+    assert all(d.coloraxis for d in fig.data)                       # every panel on a named, barred scale
+    used = {d.coloraxis for d in fig.data}
+    assert all(fig.layout[axis].colorbar.title.text and fig.layout[axis].showscale is not False for axis in used)
+    scores = fig.layout.coloraxis
+    assert scores.colorbar.title.text == "score" and scores.cmin == -scores.cmax
+    assert scores.cmax == pytest.approx(np.abs(s["dot"]).max(), rel=1e-6)        # the range of all three
+    assert fig.layout.coloraxis2.cmin == 0 and fig.layout.coloraxis2.cmax == 1
+    assert fig.layout.coloraxis2.colorbar.title.text == "probability"
+    assert "Blues" not in str(scores.colorscale) and fig.layout.coloraxis2.colorscale != scores.colorscale
+    # ÷√d on the same range: its largest colour is 1/√d of the dot products'
+    d = s["d_head"]
+    assert np.abs(z(fig, 5)).max() == pytest.approx(np.abs(z(fig, 4)).max() / math.sqrt(d), rel=1e-5)
+    assert f"√{d} = ÷ {math.sqrt(d):.3g}" in fig.layout.annotations[5].text
+    # masked keys: NaN in steps 7 and 8 (drawn grey), every key scored in steps 5 and 6
+    assert np.isnan(z(fig, 6)[0, 6:]).all() and np.isnan(z(fig, 7)[0, 6:]).all()
+    assert np.isfinite(z(fig, 6)[0, :6]).all() and np.isfinite(z(fig, 4)).all() and np.isfinite(z(fig, 5)).all()
+    assert fig.layout.plot_bgcolor == MASK_GREY
+    # values in the cells (masked ones empty), CELL_FONT
+    assert probs.texttemplate == "%{text}" and probs.text[0][0] == f"{s['probs'][0]:.2f}" and probs.text[0][6] == ""
+    assert all(t.texttemplate for t in (dot, scaled, masked)) and dot.textfont.size == CELL_FONT
+    assert float(masked.text[0][0]) == pytest.approx(s["masked"][0], abs=0.05 * np.nanmax(np.abs(z(fig, 6))))
+
+
+def test_head_steps_leave_cell_text_to_the_hover_when_it_cannot_fit(big):
+    _, tr = big
+    fig = attention.head_steps(tr, 0, 0, 100)
+    assert all(d.texttemplate is None for d in fig.data[4:8])               # 128 keys: hover only
+    assert all("%{z" in d.hovertemplate for d in fig.data)
+    small = attention.head_steps(tr, 0, 0, 5)
+    assert small.data[7].texttemplate is None                                # the key count decides, not the query
 
 
 def test_ablation_comparison(tiny_gpt, trace):
@@ -229,6 +270,8 @@ def test_masked_vs_unmasked(tiny_gpt, trace):
     assert "layer 0, head 1" in title(fig)
     assert np.isnan(z(fig, 0)).any() and not np.isnan(z(fig, 1)).any()
     assert np.allclose(np.nansum(z(fig, 1), axis=1), 1, atol=1e-5)
+    assert fig.data[0].coloraxis == fig.data[1].coloraxis == "coloraxis"      # both panels on one 0..1 scale
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1) and fig.layout.coloraxis.colorbar.title.text
 
 
 # --- layernorm ----------------------------------------------------------------------------------

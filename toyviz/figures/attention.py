@@ -9,14 +9,17 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from . import candidate_label, grey_background, heatmap, numpy, pool, style, token_labels
+from . import PROJECTOR_SCALE, candidate_label, grey_background, heatmap, numpy, pool, style, token_labels, visible
 from ..names import attn, layer_of
 from ..trace import Trace
 
 MODES = ("probs", "scores")
 GRID_CELLS = 32                      # each small multiple is pooled to at most 32 × 32 cells
+# probabilities are blue on 0..1 everywhere; signed values (scores, q, k, v …) pink–green around 0,
+# so that no blue in an attention figure can be read as a probability
+SIGNED = "PiYG"                     # magenta (negative) – white (0) – green (positive)
 PROBS_COLOURS = dict(colorscale="Blues", cmin=0.0, cmax=1.0)
-SCORES_COLOURS = dict(colorscale="RdBu_r", cmid=0.0)
+SCORES_COLOURS = dict(colorscale=SIGNED, cmid=0.0)
 
 
 def future_mask(n_query: int, n_key: int) -> np.ndarray:
@@ -158,54 +161,123 @@ def head_step_numbers(trace: Trace, layer: int, head: int, query: int) -> dict:
     }
 
 
+STEP_TEXT_CELLS = 24                 # a full-width strip prints its values up to this many cells (laptop)
+STEP_TEXT_ROWS = 16                  # … and the k, v matrices up to this many keys
+
+
+def _fits(n_cols: int, share: float, projector: bool, n_rows: int = 1) -> bool:
+    """Whether values printed in a panel `share` of the figure wide, n_cols × n_rows cells, stay
+    readable (about five characters of CELL_FONT a cell); otherwise they are left to the hover."""
+    scale = PROJECTOR_SCALE if projector else 1.0
+    return n_cols <= STEP_TEXT_CELLS * share / scale and n_rows <= STEP_TEXT_ROWS
+
+
+def _cell_text(z: np.ndarray, fmt: str | None = None) -> list:
+    """Values as cell text ("" for NaN cells), to two significant digits of the panel's largest
+    magnitude (−49, −6.1, 0.021), short enough for a cell; the hover has three decimals."""
+    z = numpy(z)
+    if fmt is None:
+        largest = _symmetric(z)
+        fmt = f".{min(max(0, 1 - math.floor(math.log10(largest))), 4)}f"
+    return [[format(float(v), fmt) if np.isfinite(v) else "" for v in row] for row in np.atleast_2d(z)]
+
+
+def _symmetric(*arrays) -> float:
+    """The largest |value| over the finite entries of the arrays (at least a tiny positive number)."""
+    values = [np.abs(a[np.isfinite(a)]).max() for a in map(numpy, arrays) if np.isfinite(a).any()]
+    return max(values + [1e-6])
+
+
 def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bool = False) -> go.Figure:
     """One head unrolled for one query token, one small heatmap per step with its caption, so a
-    student can follow a single attention computation from input vector to residual write."""
+    student can follow a single attention computation from input vector to residual write.
+
+    Colour is honest: one colour scale per quantity, each with its colour bar. The scores of steps
+    5–7 (q·k, ÷√d, masked) share one diverging scale centred on 0 and one range, so the ÷√d step is
+    visibly paler; the probabilities of step 8 are on 0..1 in blue (the only blue in the figure); q
+    and k share a scale, as do v and out (out is an average of the v's). Masked keys are grey (NaN),
+    not the most negative colour. Values are printed in the cells where they fit, and always hover.
+    Steps 5–8 are stacked full width over the same keys, so a key's column reads straight down."""
     s = head_step_numbers(trace, layer, head, query)
     labels = token_labels(trace.tokens)
-    # spread over many keys every prob is small: scale to the largest, or the panel looks empty
-    top_p = max(float(numpy(s["probs"]).max()), 1e-6)
+    T, d_head = len(labels), s["d_head"]
     ablated = f" — ablated ({s['ablated']}), so out is replaced" if s["ablated"] else ""
     rotated = s["rope_angles"] is not None                # RoPE: q and k are shown after their rotation
     turn = (f", rotated {s['rope_angles'][0]:.2f} … {s['rope_angles'][-1]:.4f} rad" if rotated else "")
+    root = s["sqrt_d_head"]
     captions = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
-                f"3. keys k of the {len(s['keys'])} visible tokens" + (", each rotated by its position" * rotated),
+                f"3. keys k of the {len(s['keys'])} visible tokens" + (", each rotated by its position" * rotated)
+                + " (q's colours)",
                 "4. their values v",
-                "5. scores q·kᵀ", f"6. ÷ √d_head = {s['sqrt_d_head']:.2f}",
-                "7. mask: future keys → −∞ (grey)", f"8. softmax → attention probs (darkest = {top_p:.2f})",
-                "9. out = Σ probs · v" + ablated, "10. write into the stream = out·W_O (this head's slice)"]
-    fig = make_subplots(rows=5, cols=2, subplot_titles=captions, row_heights=[0.1, 0.38, 0.1, 0.1, 0.1],
-                        vertical_spacing=0.085, horizontal_spacing=0.08)
+                "5. scores q·kᵀ for every key",
+                f"6. scaled: ÷ √d_head = ÷ √{d_head} = ÷ {root:.3g} (same colours as 5: paler)",
+                "7. mask: future keys → −∞ (grey)" if s["causal"] else "7. mask: none (this pass sees every key)",
+                "8. softmax → attention probabilities (0..1, sum to 1)",
+                "9. out = Σ probs · v (v's colours)" + ablated, "10. write into the stream = out·W_O (this head's slice)"]
+    full = {"colspan": 2}
+    specs = [[{}, {}], [{}, {}], [full, None], [full, None], [full, None], [full, None], [{}, {}]]
+    fig = make_subplots(rows=7, cols=2, specs=specs, subplot_titles=captions,
+                        row_heights=[0.09, 0.25, 0.09, 0.09, 0.09, 0.09, 0.09],
+                        vertical_spacing=0.065, horizontal_spacing=0.13)
     dims = lambda n: np.arange(n)
     row = lambda v: numpy(v)[None, :]
     greyed = lambda v: np.where(np.isinf(s["masked"]), np.nan, v)          # masked keys drawn grey
-    vector = dict(colorscale="RdBu_r", zmid=0, showscale=False)
+
+    def panel(z, x, y, hover, axis, fmt=None, share=1.0):
+        z = numpy(z)
+        text = _fits(z.shape[1], share, projector, z.shape[0])
+        return heatmap(z, x=x, y=y, hover=hover, coloraxis=axis, text=_cell_text(z, fmt) if text else None,
+                       texttemplate="%{text}" if text else None)
+
+    score_rows = [row(s["dot"]), row(s["scaled"]), row(greyed(s["masked"]))]
+    half = 0.43                                              # a half-width panel's share of the width
     panels = [
-        (1, 1, heatmap(row(s["x"]), x=dims(len(s["x"])), y=["x"], hover="dim %{x}: %{z:.3f}", **vector)),
-        (1, 2, heatmap(row(s["q"]), x=dims(len(s["q"])), y=["q"], hover="dim %{x}: %{z:.3f}", **vector)),
-        (2, 1, heatmap(s["k"], x=dims(s["d_head"]), y=s["keys"], hover="k of %{y}, dim %{x}: %{z:.3f}", **vector)),
-        (2, 2, heatmap(s["v"], x=dims(s["d_head"]), y=s["keys"], hover="v of %{y}, dim %{x}: %{z:.3f}", **vector)),
-        (3, 1, heatmap(row(s["dot"]), x=labels, y=["q·k"], hover="key %{x}: %{z:.3f}", **vector)),
-        (3, 2, heatmap(row(s["scaled"]), x=labels, y=["÷√d"], hover="key %{x}: %{z:.3f}", **vector)),
-        (4, 1, heatmap(row(greyed(s["masked"])), x=labels, y=["masked"],
-                       hover="key %{x}: %{z:.3f}", **vector)),
-        (4, 2, heatmap(row(greyed(s["probs"])), x=labels, y=["probs"],
-                       colorscale="Blues", zmin=0, zmax=top_p,
-                       showscale=False, hover="key %{x}: %{z:.3f}")),
-        (5, 1, heatmap(row(s["out"]), x=dims(len(s["out"])), y=["out"], hover="dim %{x}: %{z:.3f}", **vector)),
-        (5, 2, heatmap(row(s["write"]), x=dims(len(s["write"])), y=["write"], hover="dim %{x}: %{z:.3f}",
-                       **vector)),
+        (1, 1, panel(row(s["x"]), dims(len(s["x"])), ["x"], "dim %{x}: %{z:.3f}", "coloraxis3", share=half)),
+        (1, 2, panel(row(s["q"]), dims(len(s["q"])), ["q"], "dim %{x}: %{z:.3f}", "coloraxis4", share=half)),
+        (2, 1, panel(s["k"], dims(d_head), s["keys"], "k of %{y}, dim %{x}: %{z:.3f}", "coloraxis4", share=half)),
+        (2, 2, panel(s["v"], dims(d_head), s["keys"], "v of %{y}, dim %{x}: %{z:.3f}", "coloraxis5", share=half)),
+        (3, 1, panel(score_rows[0], labels, ["q·k"], "key %{x}: q·k = %{z:.3f}", "coloraxis")),
+        (4, 1, panel(score_rows[1], labels, ["÷√d"], f"key %{{x}}: q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis")),
+        (5, 1, panel(score_rows[2], labels, ["masked"], "key %{x}: %{z:.3f}", "coloraxis")),
+        (6, 1, panel(row(greyed(s["probs"])), labels, ["probs"], "key %{x}: p = %{z:.3f}", "coloraxis2", ".2f")),
+        (7, 1, panel(row(s["out"]), dims(len(s["out"])), ["out"], "dim %{x}: %{z:.3f}", "coloraxis5", share=half)),
+        (7, 2, panel(row(s["write"]), dims(len(s["write"])), ["write"], "dim %{x}: %{z:.3f}", "coloraxis6",
+                     share=half)),
     ]
-    for r, c, panel in panels:
-        fig.add_trace(panel, row=r, col=c)
+    for r, c, trace_ in panels:
+        fig.add_trace(trace_, row=r, col=c)
+
+    # one colour axis per quantity, its bar beside the panel(s) that show it
+    def bar(title, *refs):
+        xs = [fig.layout[f"xaxis{fig.data[i].xaxis[1:]}"].domain for i in refs]
+        ys = [fig.layout[f"yaxis{fig.data[i].yaxis[1:]}"].domain for i in refs]
+        low, high = min(y[0] for y in ys), max(y[1] for y in ys)
+        return dict(title=dict(text=title, side="right"), x=max(x[1] for x in xs) + 0.008, xanchor="left",
+                    y=(low + high) / 2, yanchor="middle", len=max(high - low, 0.06), lenmode="fraction",
+                    thickness=12, nticks=5)
+
+    m = _symmetric(*score_rows)
+    signed = lambda *arrays: dict(colorscale=SIGNED, cmin=-_symmetric(*arrays), cmax=_symmetric(*arrays))
+    fig.update_layout(
+        coloraxis=dict(colorscale=SIGNED, cmin=-m, cmax=m, colorbar=bar("score", 4, 5, 6)),
+        coloraxis2=dict(PROBS_COLOURS, colorbar=bar("probability", 7)),
+        coloraxis3=dict(signed(s["x"]), colorbar=bar("x", 0)),
+        coloraxis4=dict(signed(s["q"], s["k"]), colorbar=bar("q, k", 1)),
+        coloraxis5=dict(signed(s["v"], s["out"]), colorbar=bar("v, out", 3)),
+        coloraxis6=dict(signed(s["write"]), colorbar=bar("write", 9)),
+    )
     fig.update_yaxes(autorange="reversed", row=2)
     fig.update_yaxes(showticklabels=False, row=2, col=2)           # same keys as the k panel beside it
-    fig.update_xaxes(showticklabels=False, row=3)
-    every = math.ceil(len(labels) / 16)              # key positions as short ticks; hover names the token
-    fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, len(labels), every)),
-                     title_text="key position", title_standoff=2, row=4)
+    for r in (3, 4, 5):                                            # the four key strips share one key axis
+        fig.update_xaxes(showticklabels=False, row=r, col=1)
+    if _fits(T, 1.0, projector):                                   # every key named under step 8
+        short = [visible(t) if len(t) <= 6 else visible(t[:5]) + "…" for t in trace.tokens]
+        fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=short, tickangle=0, row=6, col=1)
+    else:                                                          # positions; hover names the token
+        every = math.ceil(T / 16)
+        fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)), row=6, col=1)
     fig = style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
-                filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=1000)
+                filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=1100)
     return grey_background(fig)
 
 
@@ -219,7 +291,7 @@ def masked_vs_unmasked(causal: Trace, unmasked: Trace, layer: int, head: int, *,
     for col, trace in enumerate((causal, unmasked), start=1):
         fig.add_trace(attention_trace(attention_matrix(trace, layer, head), x=labels, y=labels,
                                       coloraxis="coloraxis"), row=1, col=col)
-    fig.update_layout(coloraxis=PROBS_COLOURS)
+    fig.update_layout(coloraxis=dict(PROBS_COLOURS, colorbar=dict(title=dict(text="probability"))))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="key")
     fig.update_yaxes(title_text="query", col=1)
