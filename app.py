@@ -42,8 +42,7 @@ def header(ui):
         ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=2, scale=4, elem_id="prompt")
         with gr.Column(scale=2, min_width=320):
             ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
-                                value=DEFAULTS["model"], label="model (Tokens, Positions, Attention, Layer norm, "
-                                                               "Residual stream)", elem_id="model")
+                                value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model")
             with gr.Row():
                 ui.run = gr.Button("Explore", variant="primary", elem_id="run", min_width=100)
                 ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", min_width=100)
@@ -294,7 +293,8 @@ def build(explorer: Explorer) -> gr.Blocks:
     bind = lambda view: friendly(functools.partial(view, explorer))      # a renderer serving this explorer
     with gr.Blocks(title="toyviz — see a transformer work") as demo:
         header(ui)
-        with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs") as ui.tabs:
+        # on a narrow or projector screen the tab buttons wrap onto a second row: none hides in a menu
+        with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs", overflow_behavior="wrap") as ui.tabs:
             prompt_tabs(ui, sizes)
             sample_tab(ui)
             translate_tab(ui, sizes)
