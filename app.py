@@ -244,7 +244,7 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
               api_visibility="private")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector]
     gen_event = ui.go.click(bind(views.generate_view), sampling, [ui.note, ui.generated, ui.bars, ui.generated_plot],
-                            api_name="generate", concurrency_limit=2)
+                            api_name="generate", concurrency_limit=4)   # paced: mostly asleep
     gen_event.success(lambda: gr.update(visible=True), None, ui.generated_plot, api_visibility="private")
     ui.stop.click(None, None, None, cancels=[gen_event], api_visibility="private")
     ui.kv_button.click(bind(views.kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
