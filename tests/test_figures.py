@@ -182,11 +182,38 @@ def test_attention_grid_small_multiples(trace):
     assert fig.layout.coloraxis.colorbar.title.text == "probs"
 
 
+def grid_title_room(fig, n: int, L: int) -> tuple[float, float]:
+    """(pixels of the band each layer-≥1 panel title stands in, pixels that title needs) in an attention grid."""
+    plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    rows = z(fig).shape[0]
+    band = (rows - L * n) / (L - 1)
+    font = fig.layout.annotations[0].font.size or fig.layout.template.layout.annotationdefaults.font.size
+    return band * plot / rows, 1.2 * font
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_attention_grid_titles_sit_above_their_own_panel(trace, big, projector):
+    """Every panel title stands on its own tile's top edge, inside a white band tall enough for its text,
+    not on the panel above (it did: a band of n // 10 rows is ~14 px, the title ~16 px)."""
+    for tr in (trace, big[1]):
+        fig = attention.attention_grid(tr, projector=projector)
+        n, L = min(len(tr.tokens), attention.GRID_CELLS), tr.n_layer
+        band_px, needed_px = grid_title_room(fig, n, L)
+        assert band_px >= needed_px, (band_px, needed_px)
+        step = n + (z(fig).shape[0] - L * n) // (L - 1)
+        for a in fig.layout.annotations:
+            layer = int(a.text.split()[0][1:])
+            assert a.yanchor == "bottom" and a.y == layer * step - 0.5      # on its own tile's top edge
+            assert np.isnan(z(fig)[layer * step - 1, 0]) if layer else True   # with the band right above it
+
+
 def test_overview_payload_and_build_time_at_128_tokens(big):
     _, tr = big
     fig = attention.attention_grid(tr)
-    gap = 32 // 10
-    assert z(fig).shape == (4 * (32 + gap) - gap, 4 * (32 + gap) - gap)   # 4 × 4 tiles pooled to 32 × 32
+    gap, rows = 32 // 10, z(fig).shape[0]
+    band = (rows - 4 * 32) // 3                                          # layers: a band that holds a title
+    assert rows == 4 * 32 + 3 * band and band >= gap
+    assert z(fig).shape[1] == 4 * (32 + gap) - gap                        # 4 × 4 tiles pooled to 32 × 32
     assert isinstance(fig.data[0].z, np.ndarray) and fig.data[0].z.dtype == np.float32
     first = z(fig)[:32, :32]
     assert np.isnan(first[0, 1]) and np.isfinite(first[1, 0])     # blocks wholly in the future stay grey

@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from . import PROJECTOR_SCALE, candidate_label, grey_background, heatmap, numpy, pool, style, token_labels, visible
+from . import (BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, candidate_label, grey_background, heatmap, numpy, pool,
+               style, token_labels, visible)
 from ..names import attn, layer_of
 from ..trace import Trace
 
@@ -63,6 +64,21 @@ def attention_figure(z, *, rows: list[str], cols: list[str], title: str, filenam
     return grey_background(style(fig, title, filename=filename, projector=projector, height=min(size, 900)))
 
 
+TITLE_LINE = 1.5                     # a line of text needs about 1.5 × its font size in pixels
+
+
+def _title_band(n: int, L: int, height: int, projector: bool, least: int) -> int:
+    """Rows of white between two layers' tiles (each n rows) so a panel title fits in the band above
+    its tile instead of sitting on the tile above: the plot's height in pixels is the figure's less
+    `style`'s margins (110 and 50 with titles, × the projector scale), shared by L·n + (L−1)·band rows."""
+    s = PROJECTOR_SCALE if projector else 1.0
+    plot = height * (PROJECTOR_HEIGHT if projector else 1.0) - (110 + 50) * s
+    line = TITLE_LINE * BASE_FONT * s
+    if L < 2:
+        return least
+    return max(least, math.ceil(line * L * n / max(plot - line * (L - 1), line)))
+
+
 def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector: bool = False) -> go.Figure:
     """Every layer × head as a small map (pooled to ≤ 32×32 cells for long prompts), so a student
     can spot the heads with a clear pattern before opening one; `labels` (from
@@ -75,18 +91,21 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
     tiles = [[pool(attention_matrix(trace, layer, head, mode), GRID_CELLS, GRID_CELLS)[0] for head in range(H)]
              for layer in range(L)]
     n = tiles[0][0].shape[0]
-    gap = max(1, n // 10)                                   # a white band between tiles
-    z = np.full((L * (n + gap) - gap, H * (n + gap) - gap), np.nan, dtype=np.float32)
+    gap = max(1, n // 10)                                   # a white band between the heads' tiles
+    height = 140 + 170 * L
+    vgap = _title_band(n, L, height, projector, gap)        # and one tall enough for the next layer's titles
+    z = np.full((L * (n + vgap) - vgap, H * (n + gap) - gap), np.nan, dtype=np.float32)
     for layer in range(L):
         for head in range(H):
-            z[layer * (n + gap): layer * (n + gap) + n, head * (n + gap): head * (n + gap) + n] = tiles[layer][head]
+            z[layer * (n + vgap): layer * (n + vgap) + n, head * (n + gap): head * (n + gap) + n] = tiles[layer][head]
     colours = PROBS_COLOURS if mode == "probs" else SCORES_COLOURS
     fig = go.Figure(heatmap(z, hover=f"{mode} %{{z:.3f}}", coloraxis="coloraxis"))
-    bands = [dict(type="rect", x0=-0.5, x1=z.shape[1] - 0.5, y0=i * (n + gap) - gap - 0.5, y1=i * (n + gap) - 0.5)
+    bands = [dict(type="rect", x0=-0.5, x1=z.shape[1] - 0.5, y0=i * (n + vgap) - vgap - 0.5, y1=i * (n + vgap) - 0.5)
              for i in range(1, L)]
     bands += [dict(type="rect", y0=-0.5, y1=z.shape[0] - 0.5, x0=i * (n + gap) - gap - 0.5, x1=i * (n + gap) - 0.5)
               for i in range(1, H)]
-    titles = [dict(x=head * (n + gap) + n / 2, y=layer * (n + gap) - 0.5, yanchor="bottom", showarrow=False,
+    # each title stands on its own tile's top edge, inside the band above it (layer 0's in the top margin)
+    titles = [dict(x=head * (n + gap) + n / 2, y=layer * (n + vgap) - 0.5, yanchor="bottom", showarrow=False,
                    text=f"L{layer} H{head}" + (f" · {names[layer, head]}" if (layer, head) in names else ""))
               for layer in range(L) for head in range(H)]
     fig.update_layout(coloraxis=dict(colorbar=dict(title=dict(text=mode)), **colours),
@@ -96,7 +115,7 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
                       yaxis=dict(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed"))
     pooled = f" (blocks of {math.ceil(T / GRID_CELLS)} tokens averaged)" if T > GRID_CELLS else ""
     fig = style(fig, f"All heads: attention {mode}, {L} layers × {H} heads{pooled}",
-                filename=f"toyviz-attention-grid-{mode}", projector=projector, height=140 + 170 * L)
+                filename=f"toyviz-attention-grid-{mode}", projector=projector, height=height)
     return grey_background(fig)
 
 
