@@ -166,6 +166,25 @@ def test_attention_head_masks_the_future_grey(trace):
         attention.attention_head(trace, 9, 0)
 
 
+def test_attention_head_labels_every_query_and_key(tiny_gpt, trace, big):
+    """Every token is named on both axes when the rows fit (plotly's automatic ticks named every other
+    query row of the default prompt, in the PNG too); when they cannot, every k-th, evenly spaced."""
+    medium = tiny_gpt.trace(LONG[:120])
+    assert len(medium.tokens) >= 30
+    for tr, projector in ((trace, False), (trace, True), (medium, False)):
+        fig = attention.attention_head(tr, 1, 2, projector=projector)
+        labels = token_labels(tr.tokens)
+        assert list(fig.layout.yaxis.tickvals) == labels and list(fig.layout.xaxis.tickvals) == labels
+        assert fig.layout.yaxis.tickmode == fig.layout.xaxis.tickmode == "array"
+    _, tr = big                                          # 128 rows cannot all be named: every k-th, from 0
+    fig = attention.attention_head(tr, 0, 0)
+    labels, shown = token_labels(tr.tokens), list(fig.layout.yaxis.tickvals)
+    k = labels.index(shown[1])
+    assert 1 < k < 8 and shown == labels[::k]
+    plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert k * plot / len(labels) >= fig.layout.template.layout.yaxis.tickfont.size      # labels do not overlap
+
+
 def test_attention_grid_small_multiples(trace):
     labels = label_heads(trace)
     fig = attention.attention_grid(trace, labels=labels)

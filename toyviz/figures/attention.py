@@ -55,13 +55,34 @@ def attention_trace(z, *, x, y, mode: str = "probs", coloraxis: str | None = Non
                    hover=hover or f"query %{{y}} → key %{{x}}: %{{z:.3f}} ({mode})")
 
 
+LABEL_LINE = 1.3                     # a tick label needs about 1.3 × its font size in pixels
+MAP_WIDTH = 900                      # pixels an attention map gets across, about (the page sets the width)
+MAP_HEIGHT = (380, 1000)             # its height (before the projector's 1.4×) grows with the rows between these
+
+
+def _every(labels: list[str], pixels: float, line: float) -> list[str]:
+    """The labels to print on an axis of `pixels` for len(labels) categories: every one where each gets
+    a line of text, else every k-th (explicit ticks: plotly's automatic ones skip every other row)."""
+    return labels[::max(1, math.ceil(line * len(labels) / max(pixels, 1.0) - 1e-6))]
+
+
 def attention_figure(z, *, rows: list[str], cols: list[str], title: str, filename: str, mode: str = "probs",
                      projector: bool = False) -> go.Figure:
-    """A single labelled attention map, queries down, keys across, masked cells grey."""
+    """A single labelled attention map, queries down, keys across, masked cells grey. The figure grows
+    with the rows so that every query and every key is labelled when they fit (also in the PNG); when
+    they cannot fit, every k-th is, evenly."""
     fig = go.Figure(attention_trace(z, x=cols, y=rows, mode=mode))
-    fig.update_layout(xaxis_title="key (attended to)", yaxis_title="query (attending)", yaxis_autorange="reversed")
-    size = 380 + 6 * max(len(rows), len(cols))
-    return grey_background(style(fig, title, filename=filename, projector=projector, height=min(size, 900)))
+    s = PROJECTOR_SCALE if projector else 1.0
+    grow = PROJECTOR_HEIGHT if projector else 1.0
+    font = BASE_FONT * s
+    # style's margins (70 above, 50 below) plus the key labels under the map, turned upright at worst
+    room = (70 + 50) * s + min(max(map(len, cols), default=0) * 0.6 * font, 200 * s)
+    height = min(max(room + len(rows) * LABEL_LINE * font, MAP_HEIGHT[0] * grow), MAP_HEIGHT[1] * grow)
+    fig.update_layout(xaxis=dict(title_text="key (attended to)", tickmode="array",
+                                 tickvals=_every(cols, MAP_WIDTH, LABEL_LINE * font)),
+                      yaxis=dict(title_text="query (attending)", autorange="reversed", tickmode="array",
+                                 tickvals=_every(rows, height - room, LABEL_LINE * font)))
+    return grey_background(style(fig, title, filename=filename, projector=projector, height=round(height / grow)))
 
 
 TITLE_LINE = 1.5                     # a line of text needs about 1.5 × its font size in pixels
