@@ -157,7 +157,9 @@ def test_attention_head_masks_the_future_grey(trace):
     assert np.isnan(values[future]).all() and np.isfinite(values[~future]).all()
     assert np.allclose(values[~future], trace.attention[1, 2].cpu().numpy()[~future], atol=1e-6)
     assert fig.layout.plot_bgcolor and fig.data[0].hoverongaps is False
+    assert fig.data[0].colorbar.title.text == "probability" and (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
     scores = attention.attention_head(trace, 1, 2, mode="scores")
+    assert scores.data[0].colorbar.title.text.startswith("score") and scores.data[0].zmid == 0
     assert np.isnan(z(scores)[future]).all()
     assert np.allclose(z(scores)[~future], trace.scores[1, 2].cpu().numpy()[~future], atol=1e-5)
     with pytest.raises(ValueError):

@@ -52,6 +52,7 @@ def attention_trace(z, *, x, y, mode: str = "probs", coloraxis: str | None = Non
     colours = PROBS_COLOURS if mode == "probs" else SCORES_COLOURS
     return heatmap(z, x=x, y=y, colorscale=colours["colorscale"], zmin=colours.get("cmin"),
                    zmax=colours.get("cmax"), zmid=colours.get("cmid"), coloraxis=coloraxis, showscale=showscale,
+                   colorbar_title="probability" if mode == "probs" else "score q·k/√d",
                    hover=hover or f"query %{{y}} → key %{{x}}: %{{z:.3f}} ({mode})")
 
 
