@@ -308,9 +308,12 @@ def test_ablation_comparison(tiny_gpt, trace):
     assert len(set(fig.data[0].y)) == 8
     assert "0.1" in title(fig) and "1.3" in title(fig)
     assert fig.data[0].x.max() <= 1
+    assert [d.name for d in fig.data] == ["all heads on", "heads 0.1 (zero), 1.3 (zero) switched off"]
+    # nothing switched off: only the model's prediction, no "without any head" bar that reads as all removed
     untouched = attention.ablation_comparison(trace, tiny_gpt.trace(PROMPT), tiny_gpt.tokenizer.piece)
-    assert "pick heads" in title(untouched) and "none" not in title(untouched)
-    assert list(untouched.data[0].x) == list(untouched.data[1].x)
+    assert len(untouched.data) == 1 and untouched.data[0].name == "the model's prediction"
+    assert "tick heads" in title(untouched) and attention.ABLATE_CONTROL in title(untouched)
+    assert "none" not in title(untouched) and "without" not in str(untouched.to_dict())
 
 
 def test_masked_vs_unmasked(tiny_gpt, trace):

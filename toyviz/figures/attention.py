@@ -150,23 +150,32 @@ def attention_head(trace: Trace, layer: int, head: int, *, mode: str = "probs", 
                             filename=f"toyviz-attention-L{layer}-H{head}-{mode}", projector=projector)
 
 
+ABLATE_CONTROL = "switch heads off"    # the page's checkbox group ("switch heads off (layer.head)") the title names
+
+
 def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = -1, n: int = 10,
                         projector: bool = False) -> go.Figure:
     """Next-token probabilities with all heads vs. with some heads switched off, side by side, so
-    a student sees what those heads contributed to this prediction. `piece(id)` names a token."""
-    p0, p1 = (numpy(t.logits[position].float().softmax(-1)) for t in (trace, ablated))
-    top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
-    names = [candidate_label(piece(int(i)), i) for i in top]
+    a student sees what those heads contributed to this prediction. `piece(id)` names a token.
+    With no head switched off there is nothing to compare: only the model's prediction is drawn,
+    and the title says which control switches heads off."""
     off = ", ".join(f"{layer_of(name)}.{h} ({kind})" for name, heads in ablated.ablated.items()
                     for h, kind in heads.items())
-    fig = go.Figure([go.Bar(y=names, x=p0[top], orientation="h", name="all heads",
-                            hovertemplate="%{y}: %{x:.3f}<extra>all heads</extra>"),
-                     go.Bar(y=names, x=p1[top], orientation="h", name=f"without {off or 'any head'}",
-                            hovertemplate="%{y}: %{x:.3f}<extra>ablated</extra>")])
+    p0 = numpy(trace.logits[position].float().softmax(-1))
+    p1 = numpy(ablated.logits[position].float().softmax(-1)) if off else p0
+    top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
+    names = [candidate_label(piece(int(i)), i) for i in top]
+    bars = [go.Bar(y=names, x=p0[top], orientation="h", name="all heads on" if off else "the model's prediction",
+                   hovertemplate="%{y}: %{x:.3f}<extra>all heads on</extra>")]
+    if off:
+        bars.append(go.Bar(y=names, x=p1[top], orientation="h", name=f"heads {off} switched off",
+                           hovertemplate="%{y}: %{x:.3f}<extra>" + f"{off} off</extra>"))
+    fig = go.Figure(bars)
     after = token_labels(trace.tokens)[position]
     fig.update_layout(barmode="group", xaxis_title="probability", yaxis_autorange="reversed",
-                      yaxis_title=f"next token after {after}")
-    title = f"Switching off heads {off}" if off else "All heads on: pick heads to switch off and compare"
+                      yaxis_title=f"next token after {after}", showlegend=bool(off))
+    title = (f"Switching off heads {off}" if off else
+             f"Every head on — tick heads in “{ABLATE_CONTROL}” to compare")
     return style(fig, title, filename="toyviz-ablation", projector=projector,
                  height=200 + 36 * len(top))
 
