@@ -1,4 +1,5 @@
 from toyviz.figures import experiments as exp_figs
+from toyviz.variants import VARIANTS
 
 
 def fake_results():
@@ -38,3 +39,30 @@ def test_describe_states_measurements():
     assert "spread of the baseline: 0.020" in text
     assert "rope" in text and "RoPE does extrapolate better" in text
     assert "0.300 bits/char as trained" in text
+
+
+def variant_colours(fig) -> dict[str, set]:
+    """Variant name → the colours it is drawn in, over every trace of an experiments chart."""
+    seen: dict[str, set] = {}
+    for t in fig.data:
+        if t.type == "bar":
+            for name, c in zip(t.meta, t.marker.color):                            # meta: each bar's variant
+                seen.setdefault(name, set()).add(c)
+        elif t.legendgroup:
+            seen.setdefault(t.legendgroup, set()).add(t.line.color or t.marker.color)
+    return seen
+
+
+def test_a_variant_keeps_its_colour_in_every_chart_and_for_any_selection():
+    r = fake_results()
+    charts = [exp_figs.curves(r, ["baseline", "rope"]), exp_figs.curves(r, ["rope", "no_causal_mask", "baseline"]),
+              exp_figs.curves(r, ["learned_pe"], x="seconds"), exp_figs.curves(r, None), exp_figs.final_bars(r),
+              exp_figs.extrapolation(r), exp_figs.no_mask_bars(r)]
+    drawn: dict[str, set] = {}
+    for fig in charts:
+        for name, colours in variant_colours(fig).items():
+            drawn.setdefault(name, set()).update(colours)
+    assert set(drawn) == set(r["variants"])
+    assert all(colours == {exp_figs.colour(name)} for name, colours in drawn.items()), drawn
+    assert len({exp_figs.colour(name) for name in VARIANTS}) == len(VARIANTS)       # no two variants alike
+    assert exp_figs.colour("a_new_variant") == exp_figs.colour("a_new_variant")      # unknown names: stable too

@@ -4,11 +4,26 @@ Pure functions of the results dict that `python -m toyviz.experiments` writes.
 """
 from __future__ import annotations
 
+import zlib
+
 import plotly.graph_objects as go
 
 from . import message, style
 
 SEEDS = ("baseline", "baseline_seed2")
+# one colour per variant, the same in every chart and whatever is ticked (Okabe–Ito, safe for colour
+# blindness; the two baseline seeds black and grey, like the grey band of their spread)
+VARIANT_COLOURS = {
+    "baseline": "#000000", "baseline_seed2": "#8c8c8c", "learned_pe": "#E69F00", "rope": "#0072B2",
+    "no_pe": "#56B4E9", "swiglu": "#009E73", "post_norm": "#CC79A7", "no_causal_mask": "#D55E00",
+}
+SPARE_COLOURS = ("#882255", "#44AA99", "#999933", "#332288", "#AA4499", "#117733", "#661100", "#6699CC")
+
+
+def colour(name: str) -> str:
+    """The variant's colour: fixed for the known variants, and for any other name one picked from its
+    letters (not from its place in a list, which changes with the selection)."""
+    return VARIANT_COLOURS.get(name) or SPARE_COLOURS[zlib.crc32(name.encode()) % len(SPARE_COLOURS)]
 
 
 def _spread(results: dict) -> tuple[float, float] | None:
@@ -30,7 +45,8 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
                                  hoverinfo="skip"))
     for name in chosen:
         points = results["variants"][name][key]
-        fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines", name=name))
+        fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines", name=name,
+                                 legendgroup=name, line=dict(color=colour(name))))
     fig.update_layout(xaxis_title="training tokens" if x == "tokens" else "seconds", yaxis_title="held-out bits/char")
     return style(fig, "Held-out loss while training (same data, seed and budget)", filename=f"toyviz-experiments-{x}",
                  projector=projector, height=460)
@@ -41,6 +57,7 @@ def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
     names = list(results["variants"])
     values = [results["variants"][n]["val_bits_per_char"] for n in names]
     fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" for v in values], textposition="outside",
+                           marker_color=[colour(n) for n in names], meta=names,
                            customdata=[results["variants"][n]["differs"] for n in names],
                            hovertemplate="%{x}: %{y:.3f} bits/char<br>%{customdata}<extra></extra>"))
     spread = _spread(results)
@@ -60,7 +77,8 @@ def extrapolation(results: dict, *, projector: bool = False) -> go.Figure:
         if "extrapolation" not in r:
             continue
         factors = list(r["extrapolation"])
-        fig.add_trace(go.Scatter(x=factors, y=[r["extrapolation"][f] for f in factors], mode="lines+markers", name=name))
+        fig.add_trace(go.Scatter(x=factors, y=[r["extrapolation"][f] for f in factors], mode="lines+markers", name=name,
+                                 legendgroup=name, line=dict(color=colour(name))))
         missing = [f for f in factors if r["extrapolation"][f] is None]
         if missing:
             fig.add_annotation(x=missing[0], y=r["extrapolation"]["1x"], text=f"{name}: no positions past the table",
@@ -83,8 +101,11 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
     names = ["baseline (with mask)", "no mask, as trained (future visible)", "no mask, honest (past only)"]
     values = [results["variants"].get("baseline", {}).get("val_bits_per_char"), r["val_bits_per_char_as_trained"],
               r["val_bits_per_char"]]
+    # the baseline in its colour; the no-mask model in its own, pale where it is scored as trained (a cheat)
     fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" if v is not None else "" for v in values],
-                           textposition="outside"))
+                           textposition="outside", meta=["baseline", "no_causal_mask", "no_causal_mask"],
+                           marker=dict(color=[colour("baseline"), colour("no_causal_mask"), colour("no_causal_mask")],
+                                       opacity=[1.0, 0.45, 1.0])))
     fig.update_layout(yaxis_title="held-out bits/char")
     return style(fig, "Without the mask: a loss that looks perfect, a model that cannot generate",
                  filename="toyviz-experiments-no-mask", projector=projector)
