@@ -26,7 +26,7 @@ def test_curves_draw_a_seed_band_and_one_line_per_variant():
 def test_final_bars_and_extrapolation_and_no_mask():
     r = fake_results()
     bars = exp_figs.final_bars(r)
-    assert list(bars.data[0].x) == list(r["variants"])
+    assert list(bars.data[0].y) == list(r["variants"])
     ext = exp_figs.extrapolation(r)
     assert {t.name for t in ext.data} == {"baseline", "learned_pe", "rope"}
     assert any("no positions past the table" in a.text for a in ext.layout.annotations)
@@ -48,6 +48,9 @@ def variant_colours(fig) -> dict[str, set]:
         if t.type == "bar":
             for name, c in zip(t.meta, t.marker.color):                            # meta: each bar's variant
                 seen.setdefault(name, set()).add(c)
+        elif isinstance(t.meta, (list, tuple)):                                   # one dot per variant
+            for name, c in zip(t.meta, t.marker.color):
+                seen.setdefault(name, set()).add(c)
         elif t.legendgroup:
             seen.setdefault(t.legendgroup, set()).add(t.line.color or t.marker.color)
     return seen
@@ -66,3 +69,21 @@ def test_a_variant_keeps_its_colour_in_every_chart_and_for_any_selection():
     assert all(colours == {exp_figs.colour(name)} for name, colours in drawn.items()), drawn
     assert len({exp_figs.colour(name) for name in VARIANTS}) == len(VARIANTS)       # no two variants alike
     assert exp_figs.colour("a_new_variant") == exp_figs.colour("a_new_variant")      # unknown names: stable too
+
+
+def test_the_final_chart_shows_differences_honestly():
+    """Bars on an axis starting near 2.1 made the differences slivers whose lengths meant nothing. The chart
+    now has dots (no length to misread) on an axis that says where it starts, each dot with its value and its
+    difference from the baseline, and the baseline's seed spread marked as a band."""
+    r = fake_results()
+    fig = exp_figs.final_bars(r)
+    assert all(t.type != "bar" for t in fig.data) or fig.layout.yaxis.range[0] == 0
+    dots = fig.data[0]
+    assert dots.mode == "markers+text" and list(dots.x) == [v["val_bits_per_char"] for v in r["variants"].values()]
+    assert dots.text[list(dots.y).index("rope")] == "2.450 (-0.050)" and dots.text[0] == "2.500"
+    band, = fig.layout.shapes
+    assert (band.x0, band.x1) == (2.50, 2.52)
+    assert any("seed spread 0.020" == a.text for a in fig.layout.annotations)
+    axis = fig.layout.xaxis
+    assert "lower is better" in axis.title.text and f"axis from {axis.range[0]:.2f}, not 0" in axis.title.text
+    assert axis.range[0] < min(dots.x) and axis.range[1] > max(dots.x)

@@ -8,7 +8,7 @@ import zlib
 
 import plotly.graph_objects as go
 
-from . import message, style
+from . import PROJECTOR_SCALE, message, style
 
 SEEDS = ("baseline", "baseline_seed2")
 # one colour per variant, the same in every chart and whatever is ticked (Okabe–Ito, safe for colour
@@ -53,20 +53,35 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
 
 
 def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
-    """Final held-out bits/char per variant (lower is better) against the seed-to-seed spread."""
+    """Final held-out bits/char per variant (lower is better) as dots, against the seed-to-seed spread.
+
+    Dots, not bars: the differences worth reading are a few hundredths of a bit on values near 2.2,
+    so the axis is zoomed to the values, and a bar's length from a zoomed axis would exaggerate them
+    (a bar from 0 would hide them). Each dot says its value and its difference from the baseline; the
+    grey band is the baseline's spread over two seeds — a difference inside it is noise."""
     names = list(results["variants"])
     values = [results["variants"][n]["val_bits_per_char"] for n in names]
-    fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" for v in values], textposition="outside",
-                           marker_color=[colour(n) for n in names], meta=names,
-                           customdata=[results["variants"][n]["differs"] for n in names],
-                           hovertemplate="%{x}: %{y:.3f} bits/char<br>%{customdata}<extra></extra>"))
+    base = results["variants"].get("baseline", {}).get("val_bits_per_char")
+    delta = lambda n, v: "" if base is None or n == "baseline" else f" ({v - base:+.3f})"
+    fig = go.Figure(go.Scatter(
+        x=values, y=names, mode="markers+text", meta=names, cliponaxis=False,
+        marker=dict(color=[colour(n) for n in names], size=round(14 * (PROJECTOR_SCALE if projector else 1)),
+                    line=dict(color="white", width=1)),
+        text=[f"{v:.3f}{delta(n, v)}" for n, v in zip(names, values)], textposition="middle right",
+        customdata=[results["variants"][n]["differs"] for n in names], showlegend=False,
+        hovertemplate="%{y}: %{x:.3f} bits/char<br>%{customdata}<extra></extra>"))
     spread = _spread(results)
     if spread:
-        fig.add_hrect(y0=spread[0], y1=spread[1], fillcolor="grey", opacity=0.25, line_width=0,
-                      annotation_text="seed spread", annotation_position="top left")
-    fig.update_layout(yaxis_title="held-out bits/char", yaxis_range=[min(values) * 0.95, max(values) * 1.05])
-    return style(fig, "Final held-out bits/char (honest for the no-mask model)", filename="toyviz-experiments-final",
-                 projector=projector)
+        fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="grey", opacity=0.3, line_width=0, layer="below")
+        fig.add_annotation(x=(spread[0] + spread[1]) / 2, y=1, yref="paper", yanchor="bottom", showarrow=False,
+                           text=f"seed spread {spread[1] - spread[0]:.3f}")
+    low, high = min(values), max(values)
+    pad = (high - low or 1.0) * 0.05
+    fig.update_layout(xaxis=dict(title_text=f"held-out bits/char — lower is better (axis from {low - pad:.2f}, not 0)",
+                                 range=[low - pad, high + 5 * pad]),
+                      yaxis=dict(autorange="reversed"))
+    return style(fig, "Final held-out bits/char per variant, against the seed spread",
+                 filename="toyviz-experiments-final", projector=projector, height=160 + 40 * len(names))
 
 
 def extrapolation(results: dict, *, projector: bool = False) -> go.Figure:
