@@ -286,3 +286,27 @@ def test_ngram_index_edge_cases():
         E.occurrences(index, [1] * 6)
     ng = E.where_from(E.build_index([4, 4, 4]), [4], 7)[0]
     assert (ng.count, ng.context_count, ng.examples) == (0, 3, []) and ng.share == 0
+
+
+def test_ngram_examples_read_back_as_text(gpt_tokenizer):
+    from conftest import ENGLISH
+    ids = gpt_tokenizer.encode(ENGLISH)
+    index = E.build_index(ids)
+    context = gpt_tokenizer.encode("To be, or not to")
+    token = gpt_tokenizer.encode(" be")[0]
+    top = E.where_from(index, context, token)[-1]
+    assert top.n == 4 and top.count == top.context_count == len(brute(ids, top.context + [token])) > 0
+    left, match, right = E.example_text(gpt_tokenizer, index, top.examples[0], top.n + 1)
+    assert match == gpt_tokenizer.decode(top.context + [token]) and "\n" not in left + right
+
+
+def test_the_shipped_corpus_index_counts_like_numpy(shipped):
+    from toyviz.data import cache_dir
+    if not (cache_dir() / "tokens" / f"shakespeare-{shipped.config.vocab_size}-train.pt").is_file():
+        pytest.skip("the trainer's token cache is absent (it is written by `python -m toyviz.train gpt`)")
+    ids = E.corpus_ids(shipped)
+    index = E.build_index(ids)
+    gram = shipped.tokenizer.encode(" my good lord")
+    windows = np.lib.stride_tricks.sliding_window_view(ids, len(gram))
+    expected = np.flatnonzero((windows == np.asarray(gram)).all(axis=1))
+    assert len(expected) > 10 and E.occurrences(index, gram).tolist() == expected.tolist()

@@ -25,7 +25,8 @@ What each can claim, in one line each (the docstrings say more):
 
 The patched and ablated runs are composed here from the model's own modules (its blocks, norms,
 projections), so no model file changes and no hooks are registered: a shared model stays safe
-to use from other threads while these functions run.
+to use from other threads while these functions run. They expect the model in eval mode (as
+`toyviz.load` returns it): dropout is not re-created here.
 """
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def _inputs(model, idx: torch.Tensor):
 def _embed(model, idx: torch.Tensor):
     """idx (B, T) → the stream entering block 0 (B, T, C) and the RoPE angles."""
     tok, pos, rope = _inputs(model, idx)
-    return (tok if pos is None else tok + pos), rope
+    return model.drop(tok if pos is None else tok + pos), rope
 
 
 def _attention(attn, h: torch.Tensor, *, causal: bool, rope, edit: Edit | None) -> torch.Tensor:
@@ -590,12 +591,13 @@ def where_from(index: NgramIndex, context: list[int], token: int, max_n: int = 4
     return out
 
 
-def example_text(gpt: GPT, index: NgramIndex, position: int, n: int, before: int = 12, after: int = 6):
-    """(text before, the matched n tokens, text after) around a corpus position, cut at line breaks."""
+def example_text(tokenizer, index: NgramIndex, position: int, n: int, before: int = 12, after: int = 6):
+    """(text before, the matched n tokens, text after) around a corpus position, cut at line breaks;
+    `tokenizer` is the GPT's (gpt.tokenizer)."""
     ids = index.ids
-    left = gpt.tokenizer.decode(ids[max(0, position - before): position].tolist())
-    match = gpt.tokenizer.decode(ids[position: position + n].tolist())
-    right = gpt.tokenizer.decode(ids[position + n: position + n + after].tolist())
+    left = tokenizer.decode(ids[max(0, position - before): position].tolist())
+    match = tokenizer.decode(ids[position: position + n].tolist())
+    right = tokenizer.decode(ids[position + n: position + n + after].tolist())
     return left.rsplit("\n", 1)[-1], match, right.split("\n", 1)[0]
 
 
@@ -624,37 +626,47 @@ def corpus_ids(gpt: GPT) -> np.ndarray:
 
 # ------------------------------------------------------------------ benchmark ----
 
-def bench(gpt: GPT | None = None) -> dict[str, float]:
-    """Print (and return) wall times on this machine: a 64-token prompt through components (top 8),
-    saliency (integrated gradients, 32 steps) and an n-gram query; patching a 32-token pair."""
+BENCH_TEXT = ("KING RICHARD.\nNorfolk, for thee remains a heavier doom,\nWhich I with some unwillingness pronounce:\n"
+              "The sly slow hours shall not determinate\nThe dateless limit of thy dear exile;\nThe hopeless word of "
+              "'never to return'\nBreathe I against thee, upon pain of life.\n\nMOWBRAY.\nA heavy sentence, my most "
+              "sovereign liege,\nAnd all unlook'd for from your highness' mouth")
+BENCH_PAIR = tuple(f"The Duke of {name} is dead, my lord, and the Duke of Gloucester shall be king in England; "
+                   f"and so, my good lord, the Duke of" for name in ("York", "Suffolk"))   # 32 tokens each
+
+
+def bench(gpt: GPT | None = None, repeats: int = 3) -> dict[str, float]:
+    """Print (and return) median wall times on this machine: a 64-token prompt through components
+    (top 8 verified), saliency (integrated gradients, 32 steps) and an n-gram query; patching a
+    32-token pair over all layers × positions and all heads. A plain forward pass is timed too, as
+    the yardstick when the machine is busy with something else."""
+    import statistics
+
     from . import load
     gpt = gpt or load("gpt", device="cpu")
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, gpt.config.vocab_size - 1, 63).tolist()
-    text64 = gpt.tokenizer.decode(ids)
-    while len(_encode(gpt, text64)) > 64:
-        text64 = text64[:-1]
-    pair = ("The Duke of York is dead, and the Duke of Gloucester shall be king; and so the Duke of",
-            "The Duke of Suffolk is dead, and the Duke of Gloucester shall be king; and so the Duke of")
+    text64 = gpt.tokenizer.decode(_encode(gpt, BENCH_TEXT)[1:64])
+    ids64 = _encode(gpt, text64)
     times = {}
 
     def timed(name, fn):
         fn()                                                          # warm-up
-        t0 = time.perf_counter()
-        out = fn()
-        times[name] = time.perf_counter() - t0
-        return out
-    timed("components (64 tokens, top 8)", lambda: components(gpt, text64))
-    timed("saliency (64 tokens, IG 32 steps)", lambda: saliency(gpt, text64))
+        runs = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t0)
+        times[name] = statistics.median(runs)
+    timed(f"plain forward ({len(ids64)} tokens)", lambda: run(gpt, ids64))
+    timed(f"components ({len(ids64)} tokens, top 8)", lambda: components(gpt, text64))
+    timed(f"saliency ({len(ids64)} tokens, IG 32 steps)", lambda: saliency(gpt, text64))
     t0 = time.perf_counter()
     index = build_index(corpus_ids(gpt))
-    times["n-gram index build (once)"] = time.perf_counter() - t0
-    c = _encode(gpt, text64)
-    timed("n-gram query (n = 1…4)", lambda: where_from(index, c[1:], c[-1]))
-    a = _encode(gpt, pair[0])
-    timed(f"patching ({len(a)}-token pair)", lambda: patching(gpt, *pair, " York", " Suffolk"))
-    times["tab total (components + saliency + query)"] = sum(
+    times[f"n-gram index build, once ({len(index.ids):,} tokens)"] = time.perf_counter() - t0
+    timed("n-gram query (n = 1…4)", lambda: where_from(index, ids64[1:], ids64[-1]))
+    timed(f"patching ({len(_encode(gpt, BENCH_PAIR[0]))}-token pair)",
+          lambda: patching(gpt, *BENCH_PAIR, " York", " Suffolk"))
+    times["components + saliency + query"] = sum(
         v for k, v in times.items() if k.startswith(("components", "saliency", "n-gram query")))
+    print(f"torch threads: {torch.get_num_threads()}")
     for k, v in times.items():
         print(f"{k:48s} {v * 1000:8.1f} ms")
     return times
@@ -664,7 +676,11 @@ if __name__ == "__main__":
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench", action="store_true", help="time the methods on the shipped GPT")
-    if parser.parse_args().bench:
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.bench:
         bench()
     else:
         parser.print_help()
