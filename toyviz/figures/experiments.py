@@ -44,9 +44,26 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
                                  fillcolor="rgba(120,120,120,0.25)", line=dict(width=0), name="baseline, two seeds",
                                  hoverinfo="skip"))
     for name in chosen:
-        points = results["variants"][name][key]
-        fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines", name=name,
-                                 legendgroup=name, line=dict(color=colour(name))))
+        r = results["variants"][name]
+        points = r[key]
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        if "val_bits_per_char_as_trained" not in r:
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, legendgroup=name,
+                                     line=dict(color=colour(name))))
+            continue
+        # a model trained without the mask was evaluated during training without it too: each position read
+        # the token it predicts, so its curve falls to ~0.2. Only the final, honest score (each position
+        # predicted from its past alone) is comparable with the other lines: drawn as its own labelled point
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines", name=f"{name} as trained (future visible)", legendgroup=name,
+            line=dict(color=colour(name), dash="dot"),
+            hovertemplate="%{x}: %{y:.3f} bits/char with the future visible (not comparable)<extra></extra>"))
+        honest = r["val_bits_per_char"]
+        fig.add_trace(go.Scatter(
+            x=[xs[-1]], y=[honest], mode="markers+text", name=f"{name} honest (past only)",
+            legendgroup=name, marker=dict(color=colour(name), symbol="diamond", size=12),
+            text=[f"honest {honest:.3f}"], textposition="middle left", cliponaxis=False,
+            hovertemplate="end of training: %{y:.3f} bits/char, each position from its past alone<extra></extra>"))
     fig.update_layout(xaxis_title="training tokens" if x == "tokens" else "seconds", yaxis_title="held-out bits/char")
     return style(fig, "Held-out loss while training (same data, seed and budget)", filename=f"toyviz-experiments-{x}",
                  projector=projector, height=460)
@@ -77,9 +94,11 @@ def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
                            text=f"seed spread {spread[1] - spread[0]:.3f}")
     low, high = min(values), max(values)
     pad = (high - low or 1.0) * 0.05
+    # a model trained without the mask is scored honestly here (each position from its past alone)
+    shown = [f"{n} (honest)" if "val_bits_per_char_as_trained" in results["variants"][n] else n for n in names]
     fig.update_layout(xaxis=dict(title_text=f"held-out bits/char — lower is better (axis from {low - pad:.2f}, not 0)",
                                  range=[low - pad, high + 5 * pad]),
-                      yaxis=dict(autorange="reversed"))
+                      yaxis=dict(autorange="reversed", tickmode="array", tickvals=names, ticktext=shown))
     return style(fig, "Final held-out bits/char per variant, against the seed spread",
                  filename="toyviz-experiments-final", projector=projector, height=160 + 40 * len(names))
 
