@@ -39,7 +39,9 @@ def header(ui):
     within the first 300 px of a laptop screen. The link box appears once there is a link."""
     gr.Markdown(views.EXPLAIN["header"], elem_id="intro")
     with gr.Row(equal_height=False):
-        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=2, scale=4, elem_id="prompt")
+        # one line grows to three: Enter explores (in a multi-line box it would add a newline)
+        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=1, max_lines=3, scale=4,
+                               elem_id="prompt")
         with gr.Column(scale=2, min_width=320):
             ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
                                 value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model")

@@ -292,3 +292,88 @@ def test_projector_deep_link(url, page):
     expect()(page.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)
     expect()(page.locator("#projector input[type=checkbox]")).to_be_checked(timeout=WAIT)
     expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)
+
+
+def test_an_empty_prompt_leaves_a_message_that_stays(url, page):
+    """A hall needs time to read: the message is still on the page 8 s later."""
+    open_app(page, url, "?tab=attention")
+    expect()(title(page, "attn-plot")).to_contain_text("layer 0, head 0", timeout=WAIT)
+    page.locator("#prompt textarea").fill("   ")
+    page.locator("#run").click()
+    expect()(page.locator(".toast-body.error").first).to_contain_text("The prompt is empty", timeout=WAIT)
+    page.wait_for_timeout(8000)
+    expect()(page.locator(".toast-body.error").first).to_be_visible()
+    shot(page, "error-empty-prompt")
+
+
+def test_enter_in_the_prompt_explores(url, page):
+    open_app(page, url, "?tab=tokens")
+    expect()(title(page, "tokens-plot")).to_contain_text("tokens", timeout=WAIT)
+    text = "Friends, Romans, countrymen"
+    n_tokens = len(Explorer.load("gpt", "no-translator", "cpu").gpt.encode(text)[0])
+    page.locator("#prompt textarea").fill(text)
+    page.locator("#prompt textarea").press("Enter")
+    expect()(title(page, "tokens-plot")).to_contain_text(f"The prompt as {n_tokens} tokens", timeout=WAIT)
+    assert page.locator("#prompt textarea").input_value() == "Friends, Romans, countrymen"   # no newline added
+
+
+def test_a_missing_gpt_folder_is_named_in_the_page(browser, tmp_path):
+    """Started with --gpt pointing nowhere, the page says which folder and why, not just "train one"."""
+    import app
+    missing = tmp_path / "no-such-gpt"
+    demo = app.build(Explorer.load(str(missing), "translator", "cpu"))
+    demo.queue()
+    _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
+                                show_error=True, css=app.CSS)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        open_app(page, address, "?tab=attention")
+        expect()(page.locator(".toast-body.error").first).to_contain_text(str(missing), timeout=WAIT)
+        shot(page, "error-missing-gpt")
+    finally:
+        page.close()
+        demo.close()
+
+
+CLIPPED = """() => {
+    // tab buttons off screen, and text of plotly figures (titles, axis titles, annotations) outside its figure
+    const problems = [];
+    const more = document.querySelector('button[aria-label="More tabs"]');
+    if (more && more.getBoundingClientRect().width > 0) problems.push('tabs hidden behind a "More tabs" menu');
+    for (const t of document.querySelectorAll('[role=tab]')) {
+        const r = t.getBoundingClientRect();
+        if (!(r.width > 0 && r.right <= window.innerWidth + 1)) problems.push(`tab "${t.innerText.trim()}" not visible`);
+    }
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+        const box = plot.getBoundingClientRect();
+        if (box.width === 0) continue;                       // a hidden tab's figure
+        const id = plot.closest('[id]') ? plot.closest('[id]').id : '?';
+        for (const text of plot.querySelectorAll('.gtitle, .g-xtitle text, .g-ytitle text, .annotation-text')) {
+            const r = text.getBoundingClientRect();
+            if (r.width === 0) continue;
+            if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+                problems.push(`${id}: "${text.textContent.slice(0, 40)}" outside its figure`);
+        }
+    }
+    return problems;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["720p", "1080p"])
+def test_projector_mode_fits_every_tab(url, browser, size):
+    """On a projector every tab button is on screen (no overflow menu) and every figure's titles and
+    annotations stay inside the figure."""
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.set_default_timeout(WAIT)
+    problems = []
+    try:
+        for label, tab_id, plot_id, _ in TABS:
+            open_app(page, url, f"?tab={tab_id}&projector=1")
+            expect()(title(page, plot_id)).not_to_be_empty(timeout=WAIT)
+            settle(page)
+            page.wait_for_timeout(300)
+            problems += [f"{tab_id}: {p}" for p in page.evaluate(CLIPPED)]
+            shot(page, f"projector-{size[1]}p-{tab_id}")
+    finally:
+        page.close()
+    assert not problems, "\n".join(problems)

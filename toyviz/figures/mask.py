@@ -34,8 +34,9 @@ def leak_figure(base: Trace, changed: Trace, base_open: Trace, changed_open: Tra
     unmasked = prediction_shift(base_open, changed_open, upto).cpu().numpy()
     fig = go.Figure([go.Bar(x=labels, y=masked, name="with the causal mask"),
                      go.Bar(x=labels, y=unmasked, name="without the mask")])
-    fig.update_layout(barmode="group", yaxis_title="change of the next-token distribution (TV distance)",
+    fig.update_layout(barmode="group", yaxis_title="next-token change (TV distance)",
                       xaxis_title=f"positions before the first changed token ({upto})")
-    title = (f"Changing a later token: with the mask the earlier predictions move by at most {masked.max(initial=0):.2g}, "
-             f"without it by up to {unmasked.max(initial=0):.2g}")
+    # two short lines: one long line ran past the right edge of a projector-sized figure, number and all
+    title = (f"Changing a later token moves the earlier predictions<br>by at most {masked.max(initial=0):.2g} with "
+             f"the causal mask, by up to {unmasked.max(initial=0):.2g} without it")
     return style(fig, title, filename="toyviz-mask-leak", projector=projector, height=420)
