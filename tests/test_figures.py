@@ -348,6 +348,9 @@ def test_layernorm_figures(trace):
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_residual_shares_sum_to_one_and_attribution_is_exact(gpt_tokenizer, norm):
     gpt = gpt_with(gpt_tokenizer, norm=norm)
+    with torch.no_grad():              # W_O biases that are not zero: the "attn bias" terms must carry them
+        for block in gpt.model.blocks:
+            block.attn.o.bias.normal_(0, 0.5)
     tr = gpt.trace(PROMPT)
     shares = residual.write_shares(tr)
     assert list(shares) == list(tr.residual_parts)
@@ -435,6 +438,22 @@ def test_model_figures():
     loss = model_figs.loss_curve(history, x="tokens")
     assert [d.name for d in loss.data] == ["train", "validation"] and len(loss.data[1].x) == 4
     assert len(model_figs.loss_curve([{"step": 1, "train_loss": 3.0}]).data) == 1
+
+
+def test_parameter_bars_draw_whatever_they_are_given():
+    """The calculator's chart read 'Error' for RoPE, d_model 10 and 12 heads (the config itself refuses: heads
+    clamp to 10, so the head size is 1, and RoPE needs an even one). The figure now never raises on its input:
+    empty or all-zero counts give a figure that says so; a rope model's zero position parameters are a 0% bar;
+    the tallest bar's share is not clipped at the top."""
+    for nothing in (None, {}, {"total": 0}, {"attention": 0, "total": 0}):
+        fig = model_figs.parameter_bars(nothing)
+        assert not fig.data and "No parameters" in fig.layout.annotations[0].text
+        assert fig.layout.meta["filename"] == "toyviz-parameters"
+    counts = count_parameters(GPTConfig(vocab_size=64, context=16, n_layer=1, n_head=6, d_model=12, positional="rope"))
+    fig = model_figs.parameter_bars(counts)
+    bars = dict(zip(fig.data[0].x, fig.data[0].text))
+    assert bars["position_embedding"] == "0.0%" and f"{counts['total']:,}" in title(fig)
+    assert fig.data[0].cliponaxis is False and fig.layout.yaxis.range[1] >= 1.1 * max(fig.data[0].y)
 
 
 def test_the_training_timeline_draws_every_heads_probe_scores_on_the_loss_curves_axis():

@@ -6,19 +6,25 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import style
+from . import message, style
 
 
-def parameter_bars(counts: dict[str, int], *, projector: bool = False) -> go.Figure:
+def parameter_bars(counts: dict[str, int] | None, *, projector: bool = False) -> go.Figure:
     """Parameters per component (e.g. toyviz.size.count_parameters), with each one's share of
-    the total, to show that embeddings dominate a small model and blocks a big one."""
-    parts = {k: int(v) for k, v in counts.items() if k != "total"}
+    the total, to show that embeddings dominate a small model and blocks a big one. Whatever it is
+    given it draws something: no counts, or a total of 0, give a figure that says so, not an error."""
+    counts = dict(counts or {})
+    parts = {str(k): int(v) for k, v in counts.items() if k != "total"}
     total = int(counts.get("total", sum(parts.values())))
-    share = [v / total if total else 0.0 for v in parts.values()]
+    if not parts or total <= 0:
+        return message("No parameters to count for this configuration.", "Parameters per component",
+                       filename="toyviz-parameters", projector=projector)
+    share = [v / total for v in parts.values()]
     fig = go.Figure(go.Bar(x=list(parts), y=list(parts.values()),
-                           text=[f"{s:.1%}" for s in share], textposition="outside",
+                           text=[f"{s:.1%}" for s in share], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{y:,} parameters<extra></extra>"))
-    fig.update_layout(xaxis_title="component", yaxis_title="parameters")
+    # room above the tallest bar for its share, which plotly would otherwise clip at the plot's top
+    fig.update_layout(xaxis_title="component", yaxis=dict(title_text="parameters", range=[0, max(parts.values()) * 1.15]))
     return style(fig, f"Parameters per component — {total:,} in total", filename="toyviz-parameters",
                  projector=projector)
 
