@@ -126,7 +126,12 @@ def test_a_trace_is_complete_as_returned_and_frozen():
 
 
 def test_head_writes_plus_bias_equal_attention_write():
-    tr = model().trace(list(range(1, 15)))
+    m = model()
+    with torch.no_grad():                 # a W_O bias that is not zero, or a misshapen bias term hides
+        for block in m.blocks:
+            block.attn.o.bias.normal_(0, 0.5)
+    tr = m.trace(list(range(1, 15)))
+    assert tr.attn_out_bias.shape == (2, m.config.d_model)
     for layer in range(2):
         total = tr.head_writes[layer].sum(0) + tr.attn_out_bias[layer]
         assert (total - tr.residual_parts[f"attn.{layer}"]).abs().max() <= 1e-4

@@ -250,7 +250,7 @@ def attribution(trace, model, position: int, token: int) -> tuple[list[str], tor
                 vectors.append(trace.head_writes[parsed.layer, h, position])
             labels.append(f"L{parsed.layer} attn bias")
             # the Trace stores the biases concatenated ([L·C], though its comment says [L, C])
-            vectors.append(trace.attn_out_bias.reshape(trace.n_layer, -1)[parsed.layer])
+            vectors.append(trace.attn_out_bias[parsed.layer])
         else:
             labels.append(name)
             vectors.append(part[position])

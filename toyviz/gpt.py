@@ -122,7 +122,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             attention=rec.stacked(attns, "probs"), scores=rec.stacked(attns, "scores"),
             q=rec.stacked(attns, "q"), k=rec.stacked(attns, "k"), v=rec.stacked(attns, "v"),
             head_out=rec.stacked(attns, "out"), head_writes=rec.stacked(attns, "head_writes"),
-            attn_out_bias=torch.cat([att[n]["bias"] for n in attns]),
+            attn_out_bias=torch.stack([att[n]["bias"] for n in attns]),
             attn_inputs=torch.stack([rec.store["inputs"][n] for n in attns]),
             residual_parts=rec.parts(), residual_final=rec.store["final"][names.FINAL],
             layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {},
