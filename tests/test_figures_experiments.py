@@ -35,6 +35,7 @@ def test_final_bars_and_extrapolation_and_no_mask():
     assert any("no positions past the table" in a.text for a in ext.layout.annotations)
     no_mask = exp_figs.no_mask_bars(r)
     assert list(no_mask.data[0].y) == [2.50, 0.3, 4.2]
+    assert no_mask.data[0].cliponaxis is False and no_mask.layout.yaxis.range == (0, pytest.approx(4.2 * 1.15))
 
 
 def test_describe_states_measurements():

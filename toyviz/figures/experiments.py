@@ -137,10 +137,12 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
               r["val_bits_per_char"]]
     # the baseline in its colour; the no-mask model in its own, pale where it is scored as trained (a cheat)
     fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" if v is not None else "" for v in values],
-                           textposition="outside", meta=["baseline", "no_causal_mask", "no_causal_mask"],
+                           textposition="outside", cliponaxis=False,
+                           meta=["baseline", "no_causal_mask", "no_causal_mask"],
                            marker=dict(color=[colour("baseline"), colour("no_causal_mask"), colour("no_causal_mask")],
                                        opacity=[1.0, 0.45, 1.0])))
-    fig.update_layout(yaxis_title="held-out bits/char")
+    # room above the tallest bar for its number ("4.859"), which plotly would otherwise clip at the top
+    fig.update_layout(yaxis=dict(title_text="held-out bits/char", range=[0, max(v or 0 for v in values) * 1.15]))
     return style(fig, "Without the mask: a loss that looks perfect, a model that cannot generate",
                  filename="toyviz-experiments-no-mask", projector=projector)
 
