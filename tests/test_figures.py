@@ -118,7 +118,7 @@ def test_model_encoding_for_every_positional_kind(gpt_tokenizer, kind):
         assert z(fig).shape == (T, gpt.config.d_head // 2) and "RoPE" in title(fig)
         steps = attention.head_steps(tr, 0, 0, 3)          # q and k are shown rotated, with the angles
         captions = [a.text for a in steps.layout.annotations]
-        assert "rotated 3.00 … " in captions[1] and "rotated by its position" in captions[2]
+        assert "rotated 3.00 … " in captions[1] and "rotated by position" in captions[2]
         assert tr.rope_angles.shape == (T, gpt.config.d_head // 2) and tr.rope_angles[3, 0] == 3.0
     else:
         assert not fig.data and "No positional" in title(fig)
@@ -290,6 +290,18 @@ def test_head_steps_one_colour_scale_per_quantity(trace):
     assert probs.texttemplate == "%{text}" and probs.text[0][0] == f"{s['probs'][0]:.2f}" and probs.text[0][6] == ""
     assert all(t.texttemplate for t in (dot, scaled, masked)) and dot.textfont.size == CELL_FONT
     assert float(masked.text[0][0]) == pytest.approx(s["masked"][0], abs=0.05 * np.nanmax(np.abs(z(fig, 6))))
+
+
+def test_head_steps_captions_fit_over_their_panels(gpt_tokenizer):
+    """Half-width captions (steps 1–4, 9, 10) are centred over half the figure: longer than HALF_CAPTION
+    characters they ran past its left edge on a projector (RoPE's and an ablated head's captions did)."""
+    gpt = gpt_with(gpt_tokenizer, positional="rope")
+    tr = gpt.trace("To be, or not to be, that is the question", ablate=[(1, 2)])
+    fig = attention.head_steps(tr, 1, 2, len(tr.tokens) - 1, projector=True)
+    captions = [a.text for a in fig.layout.annotations]
+    assert "rotated" in captions[1] and "rotated" in captions[2] and "ablated" in captions[8]
+    for i in (0, 1, 2, 3, 8, 9):
+        assert len(captions[i]) <= attention.HALF_CAPTION, captions[i]
 
 
 def test_head_steps_leave_cell_text_to_the_hover_when_it_cannot_fit(big):

@@ -213,6 +213,7 @@ def head_step_numbers(trace: Trace, layer: int, head: int, query: int) -> dict:
 
 STEP_TEXT_CELLS = 24                 # a full-width strip prints its values up to this many cells (laptop)
 STEP_TEXT_ROWS = 16                  # … and the k, v matrices up to this many keys
+HALF_CAPTION = 55                    # characters a half-width step caption may have (a projector's width)
 
 
 def _fits(n_cols: int, share: float, projector: bool, n_rows: int = 1) -> bool:
@@ -251,19 +252,20 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     s = head_step_numbers(trace, layer, head, query)
     labels = token_labels(trace.tokens)
     T, d_head = len(labels), s["d_head"]
-    ablated = f" — ablated ({s['ablated']}), so out is replaced" if s["ablated"] else ""
+    ablated = f" (ablated: {s['ablated']})" if s["ablated"] else ""
     rotated = s["rope_angles"] is not None                # RoPE: q and k are shown after their rotation
     turn = (f", rotated {s['rope_angles'][0]:.2f} … {s['rope_angles'][-1]:.4f} rad" if rotated else "")
     root = s["sqrt_d_head"]
+    # a half-width caption stays within HALF_CAPTION characters so it fits over its panel on a projector;
+    # the colour bars' titles ("q, k", "v, out") say which panels share a scale
     captions = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
-                f"3. keys k of the {len(s['keys'])} visible tokens" + (", each rotated by its position" * rotated)
-                + " (q's colours)",
+                f"3. keys k of the {len(s['keys'])} visible tokens" + (", rotated by position" * rotated),
                 "4. their values v",
                 "5. scores q·kᵀ for every key",
                 f"6. scaled: ÷ √d_head = ÷ √{d_head} = ÷ {root:.3g} (same colours as 5: paler)",
                 "7. mask: future keys → −∞ (grey)" if s["causal"] else "7. mask: none (this pass sees every key)",
                 "8. softmax → attention probabilities (0..1, sum to 1)",
-                "9. out = Σ probs · v (v's colours)" + ablated, "10. write into the stream = out·W_O (this head's slice)"]
+                "9. out = Σ probs · v" + ablated, "10. its write into the stream: out·W_O"]
     full = {"colspan": 2}
     specs = [[{}, {}], [{}, {}], [full, None], [full, None], [full, None], [full, None], [{}, {}]]
     fig = make_subplots(rows=7, cols=2, specs=specs, subplot_titles=captions,
