@@ -45,6 +45,12 @@ def test_describe_states_measurements():
     assert "0.300 bits/char as trained" in text
 
 
+def test_describe_speaks_of_the_ticked_variants_only():
+    text = exp_figs.describe(fake_results(), ["baseline", "learned_pe"])
+    assert "learned_pe" in text and "spread of the baseline" in text
+    assert "rope" not in text and "RoPE" not in text and "Without the mask" not in text
+
+
 def variant_colours(fig) -> dict[str, set]:
     """Variant name → the colours it is drawn in, over every trace of an experiments chart."""
     seen: dict[str, set] = {}

@@ -318,7 +318,7 @@ def experiments_view(explorer: Explorer, prompt, variants=("baseline",), x_axis=
     else:
         attention = attention_figs.attention_grid(no_mask.trace(text), projector=projector)
         sample = f"**The no-mask model continues the prompt (greedy):** {html.escape(explorer.no_mask_sample(text))}"
-    return (experiment_figs.describe(results), experiment_figs.curves(results, list(variants), x_axis,
+    return (experiment_figs.describe(results, list(variants)), experiment_figs.curves(results, list(variants), x_axis,
                                                                       projector=projector),
             experiment_figs.final_bars(results, projector=projector),
             experiment_figs.extrapolation(results, projector=projector),

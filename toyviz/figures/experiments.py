@@ -147,9 +147,11 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
                  filename="toyviz-experiments-no-mask", projector=projector)
 
 
-def describe(results: dict) -> str:
-    """Sentences stated from the measurements (not from the course material)."""
-    v = results["variants"]
+def describe(results: dict, variants=None) -> str:
+    """Sentences stated from the measurements (not from the course material), about the variants
+    ticked (default: all); the baseline's seed spread always, since every comparison needs it."""
+    chosen = set(results["variants"] if variants is None else variants)
+    v = {name: r for name, r in results["variants"].items() if name in chosen or name.startswith("baseline")}
     lines = []
     spread = _spread(results)
     if spread:
