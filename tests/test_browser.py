@@ -21,7 +21,7 @@ SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
 WAIT = 30_000                     # ms for any one expectation; the first plotly render alone takes ~3 s
 # (tab label, tab id, elem_id of the tab's first figure, text its title shows)
 TABS = [("Tokens", "tokens", "tokens-plot", "tokens"),
-        ("Positions", "positional", "pe-plot", "positions"),
+        ("Positions", "positional", "pe-plot", None),                     # sinusoidal or RoPE: any title
         ("Attention", "attention", "attn-grid-plot", "All heads"),
         ("Inside a head", "inside", "head-steps-plot", "step by step"),
         ("Layer norm", "layernorm", "ln-heat-plot", "LayerNorm"),

@@ -39,7 +39,7 @@ from .translator import ToyTranslator
 # size and schedule flags; the defaults are the shipped recipes
 DEFAULTS = {
     "gpt": dict(layers=4, heads=4, d_model=256, d_ff=0, context=256, vocab=4096, batch=16, lr=1e-3, warmup=200,
-                lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="gelu", norm="pre",
+                lr_floor=0.1, dropout=0.0, positional="sinusoidal", feed_forward="gelu", norm="pre",
                 repeat_share=0.1, probe_every=50),
     "translator": dict(layers=3, heads=4, d_model=256, d_ff=512, context=128, vocab=2048, batch=64, lr=1e-3, warmup=400,
                        lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre",

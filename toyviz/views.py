@@ -42,8 +42,10 @@ EXPLAIN = {
               "translator, both trained from scratch by this project. Type a prompt; every tab explains one idea.",
     "tokens": "The model never sees letters: a byte-level BPE tokenizer, trained on the same text, cuts the prompt "
               "into pieces and each piece becomes a vector. A BOS token (`<|endoftext|>`) always comes first.",
-    "positional": "Attention alone cannot tell word order, so a position vector is added to every token. The "
-                  "sinusoidal encoding gives each position a unique pattern whose dot products depend on distance.",
+    "positional": "Attention alone cannot tell word order. The original Transformer (and this translator) adds a "
+                  "sinusoidal vector to every token, a unique pattern whose dot products depend on distance; this GPT "
+                  "instead rotates each query and key by an angle that grows with the position (RoPE), so a score "
+                  "depends on how far apart two tokens are. Pick the translator's encoder to see the vectors.",
     "attention": "Each head turns every token into a query and compares it with the keys of the tokens it may see "
                  "(the GPT and the translator's decoder: those before it; the encoder: all of them); the softmax of "
                  "those scores says where the token looks. Switch the GPT's heads off to see what they do.",
@@ -123,6 +125,9 @@ def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False,
     table = explorer.gpt.model.pos_emb.weight if model == "gpt" and kind == "learned" else None
     d_model = config.d_model
     encoding = tr.positional if tr.positional is not None else sinusoidal_encoding(len(tr.tokens), d_model)
+    if tr.positional is None:
+        note += (f"This model adds no position vector ({kind}): the curves and similarities below are the "
+                 "sinusoidal table of the original Transformer, for comparison — the translator adds it. ")
     dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, d_model - 2), min(65, d_model - 1))
                               if d < d_model))              # a d_model under 10 has fewer dimensions
     return (note, positional_figs.model_encoding(tr, kind, table=table, projector=projector),
