@@ -401,7 +401,9 @@ class Pair:
     corrupted_answer: str
 
 
-# Checked under the shipped tokenizer (same length, single-token answers, each the top-1 of its prompt).
+# Same token length and single-token answers under the shipped tokenizer. Chosen on the sinusoidal GPT,
+# where each answer was its prompt's top-1; the RoPE GPT shipped after it prefers the clean answer on both
+# prompts of every pair, so the pairs must be chosen again before a tab offers them.
 PAIRS = (
     Pair("Who is addressed: a name swap", "Come, Kate, come. I will not go, good",
          "Come, Iago, come. I will not go, good", " Kate", " Iago"),
