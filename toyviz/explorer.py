@@ -63,6 +63,7 @@ class Explorer:
         self.problems = problems or {}       # "gpt"/"translator" → why it could not be loaded
         self.traces, self.translations = LRU(cache_size), LRU(cache_size)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
+        self.histories = LRU(2)              # history.json of the GPT, parsed once
 
     @classmethod
     def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
@@ -184,8 +185,9 @@ class Explorer:
 
     # ---- training history and snapshots of the GPT, where its checkpoint folder has them ----
     def history(self) -> list[dict]:
+        """The GPT's training history, read once (the Attention tab's head profile asks on every redraw)."""
         path = Path(self.need_gpt().source) / "history.json"
-        return json.loads(path.read_text()) if path.is_file() else []
+        return self.histories.get(str(path), lambda: json.loads(path.read_text()) if path.is_file() else [])
 
     def head_profile(self) -> dict | None:
         """The GPT's head scores over its probe set, as training last recorded them (None if it did not)."""
