@@ -40,10 +40,10 @@ from .translator import ToyTranslator
 DEFAULTS = {
     "gpt": dict(layers=4, heads=4, d_model=256, d_ff=0, context=256, vocab=4096, batch=16, lr=1e-3, warmup=200,
                 lr_floor=0.1, dropout=0.0, positional="sinusoidal", feed_forward="gelu", norm="pre",
-                repeat_share=0.1, probe_every=50),
+                repeat_share=0.1, repeat_start=0.5, repeat_fade=1500, probe_every=50),
     "translator": dict(layers=3, heads=4, d_model=256, d_ff=512, context=128, vocab=2048, batch=64, lr=1e-3, warmup=400,
                        lr_floor=0.1, dropout=0.1, positional="sinusoidal", feed_forward="relu", norm="pre",
-                       repeat_share=0.0, probe_every=0),
+                       repeat_share=0.0, repeat_start=0.0, repeat_fade=0, probe_every=0),
 }
 TIMED_STEPS = (5, 25)                  # --minutes: the steps whose time first fixes the step count
 RETIME_EVERY = 100                     # --minutes: steps between two new estimates of the step count
@@ -159,6 +159,15 @@ def gpt_batch(ids: torch.Tensor, bos: int, batch: int, context: int, gen: torch.
             add_repeated_span(window[row], bos, gen)
     x = torch.cat([torch.full((batch, 1), bos), window[:, :-1]], dim=1)
     return x, window
+
+
+def repeat_share_at(step: int, start: float, end: float, fade_steps: int) -> float:
+    """The curriculum of repeated spans: `start` at step 0, falling linearly to `end` at `fade_steps`.
+    Many repeats early give the copying signal that makes induction heads form; few later leave
+    the budget to ordinary text, while the heads, once formed, keep being used."""
+    if step >= fade_steps:
+        return end
+    return end + (start - end) * (1 - step / fade_steps)
 
 
 def add_repeated_span(window: torch.Tensor, bos: int, gen: torch.Generator):
@@ -360,7 +369,8 @@ def train_gpt(args, dist: Distributed):
     eval_slice = val_ids[: 64 * args.context]          # a quick fixed slice for the loss curve
 
     def loss_fn(step, wrapped):
-        x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen, args.repeat_share)
+        share = repeat_share_at(step, args.repeat_start, args.repeat_share, args.repeat_fade)
+        x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen, share)
         x, y = dist.shard(x).to(args.device), dist.shard(y).to(args.device)
         return wrapped(x, y)[1]
 
