@@ -20,7 +20,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr
 
 import toyviz
-from toyviz import links, views
+from toyviz import explain, links, views
 from toyviz.components import friendly, plot, slider
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
@@ -30,6 +30,11 @@ from toyviz.variants import VARIANTS
 
 CSS = (Path(toyviz.__file__).parent / "page.css").read_text(encoding="utf-8")
 TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
+# a paragraph's number scrolls to its panel in place: a plain "#id" link resolves against the page's
+# <base href> and would reload the app without its query (tab, prompt)
+SCROLL_TO_PANEL = ("element.addEventListener('click', (event) => { const a = event.target.closest('a[href^=\"#\"]');"
+                   " if (!a) return; event.preventDefault(); const panel = document.getElementById(a.hash.slice(1));"
+                   " if (panel) panel.scrollIntoView({behavior: 'smooth', block: 'start'}); });")
 
 
 # ---------------------------------------------------------------- layout -------------------
@@ -104,6 +109,31 @@ def prompt_tabs(ui, sizes):
         intro(ui, "residual")
         ui.res_position = slider("query", "token position", upper=sizes.context - 1)
         ui.residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
+    why_tab(ui)
+
+
+def why_tab(ui):
+    with gr.Tab("Why this token?", id="why") as ui.tab_why:
+        intro(ui, "why")
+        ui.why_token = gr.Dropdown([("the top prediction", "")], value="", allow_custom_value=True,
+                                   label="explain the next token (pick one, or type any single token)", elem_id="why-token")
+        ui.why_out = [gr.HTML(elem_id="why-summary", js_on_load=SCROLL_TO_PANEL), plot(explain.PANELS["components"]),
+                      plot(explain.PANELS["saliency"]), plot(explain.PANELS["lens"]), gr.HTML(elem_id="why-sources-panel")]
+        gr.Markdown("### Activation patching: where does what tells two prompts apart live?")
+        first = explain.PAIRS[0]
+        ui.pair = gr.Dropdown([p.name for p in explain.PAIRS], value=first.name, label="a prepared pair (or type your own)",
+                              elem_id="why-pair")
+        with gr.Row():
+            ui.clean = gr.Textbox(first.clean, label="clean prompt", max_lines=3, elem_id="why-clean")
+            ui.corrupted = gr.Textbox(first.corrupted, label="corrupted prompt (the same number of tokens)", max_lines=3,
+                                      elem_id="why-corrupted")
+        with gr.Row():
+            ui.clean_answer = gr.Textbox(first.clean_answer, label="clean answer (blank: its top token)", max_lines=1)
+            ui.corrupted_answer = gr.Textbox(first.corrupted_answer, label="corrupted answer (blank: its top token)",
+                                             max_lines=1)
+            ui.patch_button = gr.Button("Patch", variant="primary", elem_id="why-patch")
+        # shown once there is a result: two empty frames would look broken
+        ui.patching_out = [plot("why-patching-stream-plot", visible=False), plot("why-patching-heads-plot", visible=False)]
 
 
 def sample_tab(ui):
@@ -140,7 +170,7 @@ def translate_tab(ui, sizes):
             average_or = lambda n: ["average"] + [str(i) for i in range(n)]
             ui.tr_layer = gr.Dropdown(average_or(sizes.translator_layers), value="average", label="layer")
             ui.tr_head = gr.Dropdown(average_or(sizes.translator_heads), value="average", label="head")
-        ui.translate_out = [plot("cross-plot"), plot("candidates-plot")]
+        ui.translate_out = [plot("cross-plot"), plot("candidates-plot"), plot("translation-saliency-plot")]
 
 
 def model_tabs(ui, sizes):
@@ -191,6 +221,7 @@ def registry(ui, bind) -> dict:
                       [ui.note] + ui.layernorm_out, [ui.norm_name, ui.ln_position], "layernorm"),
         "residual": (bind(views.residual_view), [p, ui.res_position, proj, model], [ui.note] + ui.residual_out,
                      [ui.res_position], "residual"),
+        "why": (bind(views.why_view), [p, ui.why_token, proj], [ui.note] + ui.why_out, [ui.why_token], "why"),
         "sample": (bind(views.next_token_view), [p, ui.temperature, ui.top_k, ui.top_p, proj], [ui.note, ui.bars],
                    [ui.temperature, ui.top_k, ui.top_p], "next_token"),
         "translate": (bind(views.translate_view), [ui.source, ui.beam, ui.attention_kind, ui.tr_layer, ui.tr_head,
@@ -237,7 +268,8 @@ def wire_tabs(ui, tabs: dict):
 
 
 def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
-    """The buttons and fields that are not a tab's redraw: translate, formula, generate, KV cache, sizes."""
+    """The buttons and fields that are not a tab's redraw: translate, formula, generate, KV cache, sizes,
+    the why-tab's token choices and patching."""
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
         event(tabs["translate"][0], tabs["translate"][1], tabs["translate"][2], api_visibility="private",
               concurrency_limit=4)
@@ -259,6 +291,16 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
     numbers = [event for c in ui.calc if isinstance(c, gr.Number) for event in (c.submit, c.blur)]
     gr.on([ui.tab_model.select] + numbers + [c.change for c in ui.calc if not isinstance(c, gr.Number)],
           bind(views.size_view), size_inputs, ui.size_out, api_visibility="private")
+    gr.on([ui.tab_why.select, ui.run.click, ui.prompt.submit],
+          lambda p: gr.update(choices=views.why_choices(explorer, p)), ui.prompt, ui.why_token, api_visibility="private")
+    patch_fields = [ui.clean, ui.corrupted, ui.clean_answer, ui.corrupted_answer]
+    patch = bind(views.patching_view)
+    show = lambda: [gr.update(visible=True)] * len(ui.patching_out)
+    ui.patch_button.click(patch, patch_fields + [ui.projector], [ui.note] + ui.patching_out, api_name="patching",
+                          concurrency_limit=2).success(show, None, ui.patching_out, api_visibility="private")
+    ui.pair.input(friendly(views.pair_fields), ui.pair, patch_fields, api_visibility="private").then(
+        patch, patch_fields + [ui.projector], [ui.note] + ui.patching_out, api_visibility="private",
+        concurrency_limit=2).success(show, None, ui.patching_out, api_visibility="private")
     gr.on([ui.tab_layernorm.select, ui.model.change],
           lambda p, m: gr.update(choices=views.layernorm_choices(explorer, p, m)), [ui.prompt, ui.model],
           ui.norm_name, api_visibility="private")

@@ -151,8 +151,9 @@ def endpoints(n_layer: int, n_head: int, tr_layers: int, tr_heads: int, position
         "/inside": ((PROMPT, layer, head, -1, "dream", False), "TPPP"),
         "/layernorm": ((PROMPT, f"block{layer}.ln2", position, False), "TPPPP"),
         "/residual": ((PROMPT, -1, False), "TPPPP"),
+        "/why": ((PROMPT, "", False), "TTPPPT"),
         "/next_token": ((PROMPT, 0.8, 50, 0.95, False), "TP"),
-        "/translate": ((source, 2, "cross", str(tr_layers - 1), str(tr_heads - 1), False), "TTPP"),
+        "/translate": ((source, 2, "cross", str(tr_layers - 1), str(tr_heads - 1), False), "TTPPP"),
         "/model": ((PROMPT, -1, "step", False), "PPpTP"),
         "/kv_cache": ((PROMPT,), "T"),
         "/size": (("gpt2", 12, 12, 768, 0, 50257, 1024, "learned", "gelu", True, False), "TP"),
@@ -162,7 +163,7 @@ def endpoints(n_layer: int, n_head: int, tr_layers: int, tr_heads: int, position
 
 def export_args(prompt=PROMPT) -> tuple:
     """/export takes every control (the tab is server-side state: the API exports the default tab)."""
-    return (prompt, False, "gpt", "cosine", 0, 0, "probs", [], -1, "dream", "block0.ln1", -1, -1, 0.8, 50, 0.95, SOURCE, 2,
+    return (prompt, False, "gpt", "cosine", 0, 0, "probs", [], -1, "dream", "block0.ln1", -1, -1, "", 0.8, 50, 0.95, SOURCE, 2,
             "cross", "average", "average", ["baseline"], "tokens", -1, "step")
 
 
@@ -247,10 +248,10 @@ def test_what_the_plain_answers_say(shipped):
 
 
 def test_translation_is_spanish(translator_too):
-    note, spanish, cross, candidates = translator_too.call(SOURCE, 4, "cross", "average", "average", False,
-                                                           api="/translate")
+    note, spanish, cross, candidates, saliency = translator_too.call(SOURCE, 4, "cross", "average", "average", False,
+                                                                     api="/translate")
     assert note == "" and ("Señor" in spanish or "pastor" in spanish), spanish
-    assert "ross" in title(figure(cross))
+    assert "ross" in title(figure(cross)) and "Attention is not explanation" in title(figure(saliency))
 
 
 def test_export_writes_a_standalone_page(shipped):
@@ -349,7 +350,7 @@ def test_odd_characters_are_just_text(shipped, name):
     parts = shipped.stream(text, 0.8, 50, 0.95, 8, 0, False)
     check_shape(parts[-1], "TTPP", "/generate")
     if shipped.explorer.translator is not None:
-        check_shape(shipped.call(text, 1, "cross", "average", "average", False, api="/translate"), "TTPP", "/translate")
+        check_shape(shipped.call(text, 1, "cross", "average", "average", False, api="/translate"), "TTPPP", "/translate")
     shipped.still_answers()
 
 
@@ -535,7 +536,7 @@ def test_every_translate_layer_choice_works_for_every_kind(depths, tmp_path, gpt
             for layer in choices:
                 try:
                     out = a.call("The earth was formless.", 1, kind, layer, "1", False, api="/translate")
-                    check_shape(out, "TTPP", "/translate")
+                    check_shape(out, "TTPPP", "/translate")
                     depth = tc.n_encoder_layer if kind == "encoder" else tc.n_decoder_layer
                     beyond = layer != "average" and int(layer) >= depth
                     assert ("showing its last" in out[0]) == beyond, (kind, layer, out[0])

@@ -26,6 +26,7 @@ TABS = [("Tokens", "tokens", "tokens-plot", "tokens"),
         ("Inside a head", "inside", "head-steps-plot", "step by step"),
         ("Layer norm", "layernorm", "ln-heat-plot", "LayerNorm"),
         ("Residual stream", "residual", "res-norm-plot", "Residual stream"),
+        ("Why this token?", "why", "why-components-plot", "Which parts push"),
         ("Sample", "sample", "bars-plot", "Next token"),
         ("Translate", "translate", "cross-plot", "attention"),
         ("Experiments", "experiments", "exp-curves-plot", None),          # any title
@@ -210,6 +211,26 @@ def test_translation_shows_spanish_and_cross_attention(url, page):
     expect()(title(page, "candidates-plot")).to_contain_text("Decoding", timeout=WAIT)
     shot(page, "translated")
     assert not error_toasts(page)
+
+
+def test_why_this_token_links_its_numbers_and_patches_a_pair(url, page):
+    """The paragraph's numbers jump to their panels; a prepared pair fills the fields and draws the grids."""
+    from toyviz.explain import PAIRS
+    open_app(page, url, "?tab=why")
+    # the costliest tab (16 ablated passes, 33 gradient passes): on a machine busy with the rest of the suite,
+    # more than WAIT for its first draw
+    expect()(title(page, "why-components-plot")).to_contain_text("Which parts push", timeout=3 * WAIT)
+    settle(page)
+    page.locator("#why-summary a[href='#why-saliency-plot']").first.click()
+    page.wait_for_function("() => { const r = document.querySelector('#why-saliency-plot').getBoundingClientRect();"
+                           " return r.top > -5 && r.top < window.innerHeight / 2; }", timeout=5_000)
+    page.locator("#why-pair input").click()
+    page.locator("[role=option]", has_text=PAIRS[1].name).first.click()
+    expect()(page.locator("#why-clean textarea, #why-clean input").first).to_have_value(PAIRS[1].clean, timeout=WAIT)
+    expect()(title(page, "why-patching-stream-plot")).to_contain_text("Patching the clean residual", timeout=WAIT)
+    expect()(title(page, "why-patching-heads-plot")).to_contain_text("one head", timeout=WAIT)
+    shot(page, "why-patching")
+    assert not error_toasts(page) and not page.errors, (error_toasts(page), page.errors)
 
 
 def test_deep_link_opens_layer_and_head(url, page):

@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from toyviz import explain as E
+from toyviz.explain import activation_patching as AP
+from toyviz.explain import forward as F
 from toyviz.api import GPT, PromptError
 from toyviz.gpt import ToyGPT
 
@@ -75,11 +77,11 @@ def model_logits(gpt, ids):
 
 def test_the_composed_forward_is_the_models(any_gpt):
     gpt = any_gpt
-    ids = E._encode(gpt, TEXT)
+    ids = E.encode(gpt, TEXT)
     ref = model_logits(gpt, ids)
     assert torch.equal(E.run(gpt, ids), ref)                             # the model's own blocks
-    cache = E._cache(gpt, ids)                                            # every block composed here
-    torch.testing.assert_close(E._logits(gpt.model, cache["final"])[0], ref, rtol=1e-5, atol=1e-5)
+    cache = AP._cache(gpt, ids)                                            # every block composed here
+    torch.testing.assert_close(F.final_logits(gpt.model, cache["final"])[0], ref, rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------------ 1. components ----
@@ -87,7 +89,7 @@ def test_the_composed_forward_is_the_models(any_gpt):
 def test_attribution_adds_up_to_the_logit_minus_the_mean_logit(any_gpt):
     gpt = any_gpt
     c = E.components(gpt, TEXT, top_k=0)
-    logits = model_logits(gpt, E._encode(gpt, TEXT))[-1].double()
+    logits = model_logits(gpt, E.encode(gpt, TEXT))[-1].double()
     assert c.target == pytest.approx(float(logits[c.token] - logits.mean()), abs=1e-4)
     assert float(c.attribution.double().sum()) == pytest.approx(c.target, abs=1e-4)
     n = gpt.config.n_layer
@@ -108,7 +110,7 @@ def test_ablation_effects_equal_separate_traced_runs(sharp):
                 trace = gpt.trace(TEXT, ablate=[(layer, head)], ablation=kind)
             else:
                 module = gpt.model.drop if label == "embed" else gpt.model.blocks[int(label.split(".")[1])].mlp
-                replace = E._replace(None, kind)
+                replace = F.replace(None, kind)
                 handle = module.register_forward_hook(lambda m, args, out: replace(out))
                 try:
                     trace = gpt.trace(TEXT)
@@ -154,7 +156,7 @@ def test_saliency_matches_a_plain_autograd_gradient(tiny_gpt):
     """Gradient × input from an independent computation: the model's own forward, with the token
     embedding table's rows for this prompt made a leaf."""
     gpt = tiny_gpt
-    ids = E._encode(gpt, TEXT)
+    ids = E.encode(gpt, TEXT)
     s = E.saliency(gpt, TEXT, steps=2)
     m = gpt.model
     emb = (m.tok_emb.weight[ids] * m.embed_scale).detach().requires_grad_(True)
@@ -184,7 +186,7 @@ def test_integrated_gradients_complete_within_5_percent_on_the_shipped_gpt(shipp
 @pytest.fixture(scope="module")
 def pair(sharp):
     """(the swapped position, the answers that tell the two prompts apart best)."""
-    a, b = E._encode(sharp, CLEAN), E._encode(sharp, CORRUPTED)
+    a, b = E.encode(sharp, CLEAN), E.encode(sharp, CORRUPTED)
     assert len(a) == len(b)
     differ = [t for t in range(len(a)) if a[t] != b[t]]
     assert len(differ) == 1                                               # one token swapped
@@ -194,10 +196,10 @@ def pair(sharp):
 
 def test_patching_the_whole_clean_stream_reproduces_the_clean_logits(any_gpt):
     gpt = any_gpt
-    clean = model_logits(gpt, E._encode(gpt, CLEAN))
+    clean = model_logits(gpt, E.encode(gpt, CLEAN))
     for site in [E.resid_pre(i) for i in range(gpt.config.n_layer)] + ["final"]:
         torch.testing.assert_close(E.patch_run(gpt, CLEAN, CORRUPTED, site), clean, rtol=1e-5, atol=1e-5)
-    corrupted = model_logits(gpt, E._encode(gpt, CORRUPTED))
+    corrupted = model_logits(gpt, E.encode(gpt, CORRUPTED))
     for site in (E.resid_pre(0), "final", E.heads_site(0)):               # patching nothing is the corrupted run
         torch.testing.assert_close(E.patch_run(gpt, CLEAN, CORRUPTED, site, positions=[]), corrupted,
                                    rtol=1e-5, atol=1e-5)
@@ -245,7 +247,7 @@ def test_prepared_pairs_fit_the_shipped_tokenizer(shipped):
     """Same token length and one-token answers (whether the shipped GPT tells them apart is the tab's
     business: the RoPE GPT does not, see PAIRS)."""
     for pair in E.PAIRS:
-        a, b = E._pair_ids(shipped, pair.clean, pair.corrupted)
+        a, b = AP._pair_ids(shipped, pair.clean, pair.corrupted)
         assert len(a) == len(b), pair.name
         for answer in (pair.clean_answer, pair.corrupted_answer):
             assert len(shipped.tokenizer.encode(answer)) == 1, (pair.name, answer)
@@ -311,3 +313,52 @@ def test_the_shipped_corpus_index_counts_like_numpy(shipped):
     windows = np.lib.stride_tricks.sliding_window_view(ids, len(gram))
     expected = np.flatnonzero((windows == np.asarray(gram)).all(axis=1))
     assert len(expected) > 10 and E.occurrences(index, gram).tolist() == expected.tolist()
+
+
+# ------------------------------------------------------------------ the answer and its paragraph ----
+
+def test_the_answer_gathers_the_methods_and_its_paragraph_quotes_them(shipped):
+    prompt = "I thank you, my good"
+    ids = E.encode(shipped, prompt)
+    logits = E.run(shipped, ids)[-1]
+    index = E.build_index((ids[1:] + [int(logits.argmax())]) * 3)          # a corpus: the prompt and its answer, thrice
+    w = E.why(shipped, prompt, index=index)
+    assert w.token == int(logits.argmax()) and w.top[0][0] == w.token
+    assert w.probability == pytest.approx(float(logits.softmax(-1)[w.token]), rel=1e-4)
+    assert w.lens_rank[-1] == 0 and w.lens_probability[-1] == pytest.approx(w.probability, rel=1e-4)
+    assert w.first_top_layer == w.lens_names[w.lens_rank.index(0)]
+    assert w.components.verified == E.components(shipped, prompt).verified
+    text = "".join(t for t, _ in E.paragraph(w))
+    linked = [(t, panel) for t, panel in E.paragraph(w) if panel]
+    assert {panel for _, panel in linked} == set(E.PANELS)                 # every panel is cited
+    assert f"{w.probability:.1%}" in text and f"{w.saliency.gap:.2%}" in text
+    assert f"{float(w.components.verified_attribution[0]):+.2f}" in text
+    assert w.sources[-1].count == 3 and "3 times out of 3" in text         # the longest context it follows
+
+
+def test_without_an_index_the_answer_says_why_there_are_no_counts(shipped):
+    w = E.why(shipped, "I thank you, my good", " friend", sources_reason="no corpus here")
+    assert w.sources is None and w.token == shipped.tokenizer.encode(" friend")[0]
+    text = "".join(t for t, _ in E.paragraph(w))
+    assert "no corpus here" in text and "its top choice is" in text
+    never = E.why(shipped, "I thank you, my good", " friend", index=E.build_index([1, 2, 3]))
+    assert ("never", "sources") in E.paragraph(never)
+
+
+# ------------------------------------------------------------------ 6. the translator ----
+
+def test_source_saliency_is_the_gradient_of_each_output_tokens_log_probability(tiny_translator):
+    """Each row equals a separate backward pass of that output token's log p, and the compared
+    attention is the trace's own cross-attention."""
+    out = tiny_translator.translate("In the beginning God created", 1, max_len=6)
+    s = E.source_saliency(tiny_translator, out, layer=0, head=1)
+    model, trace = tiny_translator.model, out.trace
+    src, tgt = torch.tensor([trace.src_ids]), torch.tensor([trace.tgt_ids])
+    for t, target in enumerate(trace.output_ids):
+        emb = (model.src_emb(src) * model.config.d_model ** 0.5).detach().requires_grad_(True)
+        keep = torch.ones_like(src, dtype=torch.bool)
+        memory = model._stack(emb + model.pe[: src.shape[1]], model.encoder, model.enc_norm, None, key_keep=keep)
+        model.decode(tgt, memory, keep).log_softmax(-1)[0, t, target].backward()
+        assert torch.allclose(s.saliency[t], (emb.grad * emb.detach()).sum(-1)[0], atol=1e-5)
+    assert torch.equal(s.attention, trace.cross_attention[0, 1].float())
+    assert -1 <= s.agreement <= 1 and 0 <= s.top_match <= 1 and s.saliency.shape == (len(s.output), len(s.source))

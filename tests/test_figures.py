@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
+from toyviz import readout
 from toyviz.api import GPT
 from toyviz.config import GPTConfig
 from toyviz.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, config_for, token_labels
@@ -370,11 +371,11 @@ def test_residual_shares_sum_to_one_and_attribution_is_exact(gpt_tokenizer, norm
     fig = residual.residual_shares(tr)
     assert np.allclose(np.nansum(z(fig), axis=0), 1, atol=1e-4)
     for position in (0, 4, -1):
-        parts = residual.direct_logit_attribution(tr, gpt.model, position)
+        parts = readout.direct_logit_attribution(tr, gpt.model, position)
         logit = tr.logits[position].max().item()
         assert sum(parts.values()) == pytest.approx(logit, abs=1e-3)
         assert f"L1 H{gpt.config.n_head - 1}" in parts and "mlp.1" in parts and "ln_f β" in parts
-    names, top, prob = residual.logit_lens_values(tr, gpt.model)
+    names, top, prob = readout.logit_lens_top(tr, gpt.model)
     assert names == ["embed", "after layer 0", "after layer 1"]
     assert (top[-1] == tr.logits.argmax(-1).cpu().numpy()).all()
     assert np.allclose(prob[-1], tr.logits.softmax(-1).max(-1).values.cpu().numpy(), atol=1e-5)

@@ -20,10 +20,10 @@ import plotly.io as pio
 import pytest
 
 import toyviz
-from toyviz import figures
+from toyviz import explain, figures
 from toyviz.checkpoint import CHECKPOINTS
 from toyviz.figures import attention, experiments, layernorm, mask, message, model as model_figs, positional
-from toyviz.figures import residual, sampling, tokens, translation
+from toyviz.figures import explain as explain_figs, residual, sampling, tokens, translation
 from toyviz.heads import label_heads
 from toyviz.size import count_parameters
 
@@ -75,6 +75,10 @@ def builders():
     history = json.loads((CHECKPOINTS / "gpt" / "history.json").read_text())
     results = json.loads((CHECKPOINTS / "experiments" / "results.json").read_text())
     steps = [(s.piece, s.prob) for s in gpt.generate(PROMPT, 6, temperature=0.0)]
+    answer = explain.why(gpt, PROMPT)
+    pair = explain.PAIRS[1]
+    patched = explain.patching(gpt, pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer)
+    source_saliency = explain.source_saliency(translator, out)
 
     def tab(pj):
         found = {
@@ -105,6 +109,12 @@ def builders():
             "logit_attribution": lambda: residual.logit_attribution(tr, gpt.model, piece, position, projector=pj),
             "gpt_only": lambda: message("The logit lens reads the GPT's predictions: pick the GPT.", "Logit lens",
                                         filename="toyviz-logit-lens", projector=pj),
+            # Why this token?
+            "why_components": lambda: explain_figs.components_figure(answer.components, projector=pj),
+            "why_saliency": lambda: explain_figs.saliency_figure(answer.saliency, projector=pj),
+            "why_lens": lambda: explain_figs.lens_figure(answer, projector=pj),
+            "why_patching": lambda: explain_figs.patching_figures(patched, gpt.tokenizer.piece, projector=pj)[0],
+            "why_patching_heads": lambda: explain_figs.patching_figures(patched, gpt.tokenizer.piece, projector=pj)[1],
             # Sampling, Translation
             "next_token_bars": lambda: sampling.next_token_bars(tr.logits[-1], piece, temperature=0.8, top_k=20,
                                                                 top_p=0.9, projector=pj),
@@ -115,6 +125,8 @@ def builders():
                                                                            projector=pj),
             "candidates": lambda: translation.decoding_candidates(out.trace, translator.tgt_tok.piece,
                                                                   projector=pj),
+            "source_saliency": lambda: translation.saliency_beside_attention(source_saliency, compared="mean",
+                                                                            projector=pj),
             # Model, Experiments
             "parameter_bars": lambda: model_figs.parameter_bars(counts, projector=pj),
             "attention_memory": lambda: model_figs.attention_memory(cfg.n_head, n_layer=cfg.n_layer,

@@ -38,8 +38,11 @@ PLAIN = {
     "inside": (views.inside_view, (PROMPT, 1, 2, -1, "dream", False), "TPPP"),
     "layernorm": (views.layernorm_view, (PROMPT, "block1.ln2", 3, False), "TPPPP"),
     "residual": (views.residual_view, (PROMPT, -1, False), "TPPPP"),
+    "why": (views.why_view, (PROMPT, "", False), "TTPPPT"),
+    "patching": (views.patching_view, ("The Duke of York is dead, and the Duke of",
+                                       "The Duke of Suffolk is dead, and the Duke of", "York", "Suffolk", False), "TPP"),
     "next_token": (views.next_token_view, (PROMPT, 0.8, 50, 0.95, False), "TP"),
-    "translate": (views.translate_view, ("The Lord is my shepherd.", 2, "cross", "1", "2", False), "TTPP"),
+    "translate": (views.translate_view, ("The Lord is my shepherd.", 2, "cross", "1", "2", False), "TTPPP"),
     "model": (views.model_view, (PROMPT, -1, "step", False), "PPPTP"),
     "experiments": (views.experiments_view, (PROMPT, ["baseline", "rope"], "tokens", False), "TPPPPPT"),
     "size": (views.size_view, ("gpt2",), "TP"),
@@ -172,3 +175,42 @@ def test_the_head_table_adds_each_heads_label_over_the_probe_set(shipped, monkey
     row = next(line for line in table.splitlines() if line.startswith("| 1.3 |"))
     assert row.endswith("**induction** 0.80, on 100% of probes |")
     assert "over the probe set" not in views.attention_view(shipped, PROMPT, model="encoder")[3]
+
+
+def test_the_why_tab_links_each_number_to_a_panel_of_the_page(shipped):
+    """Every link in the paragraph points at a panel the page has: a plot of the app, or an element the
+    tab's own HTML carries."""
+    import re
+
+    import app
+    from toyviz import explain
+    note, summary, components, saliency, lens, sources = views.why_view(shipped, "I thank you, my good", "")
+    targets = set(re.findall(r"href='#([\w-]+)'", summary))
+    demo = app.build(shipped)
+    ids = {getattr(c, "elem_id", None) for c in demo.blocks.values()}
+    own = set(re.findall(r"id='([\w-]+)'", summary + sources))
+    assert targets and targets <= ids | own, targets - ids - own
+    assert set(explain.PANELS.values()) <= ids | own
+    assert "“ lord”" in summary and "lord" in title(components) and "why-sources" in sources
+
+
+def test_the_why_tab_takes_a_typed_word_or_an_id_and_rejects_several_tokens(shipped):
+    lord = shipped.gpt.tokenizer.encode(" lord")[0]
+    for typed in ("lord", " lord", str(lord)):
+        assert shipped.why("I thank you, my good", typed)[0].token == lord
+    choices = views.why_choices(shipped, "I thank you, my good")
+    assert choices[0] == ("the top prediction", "") and (f"␣lord  ({shipped.why('I thank you, my good')[0].probability:.1%})",
+                                                         " lord") in choices
+    with pytest.raises(PromptError, match="pick one token"):
+        shipped.why("I thank you, my good", "unquestionably incomprehensible")
+    assert views.why_choices(shipped, "   ") == [("the top prediction", "")]      # the tab itself says why
+
+
+def test_prepared_pairs_fill_the_patching_fields(shipped):
+    from toyviz import explain
+    pair = explain.PAIRS[0]
+    assert views.pair_fields(pair.name) == [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
+    with pytest.raises(PromptError, match="no prepared pair"):
+        views.pair_fields("nonsense")
+    with pytest.raises(PromptError, match="same number of tokens"):
+        views.patching_view(shipped, "The Duke of York", "The Duke of Yorkshire and Lancaster")

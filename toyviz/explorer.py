@@ -64,6 +64,8 @@ class Explorer:
         self.traces, self.translations = LRU(cache_size), LRU(cache_size)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
         self.histories = LRU(2)              # history.json of the GPT, parsed once
+        self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
+        self.explanations = LRU(8)           # "why this token?" answers: the costliest tab, redrawn on tab switches
 
     @classmethod
     def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
@@ -183,6 +185,12 @@ class Explorer:
             note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
         return out, note
 
+    def source_saliency(self, text, beam, layer: int | None, head: int | None):
+        """The translation's source saliency beside its cross-attention (toyviz.explain.translation)."""
+        from .explain.translation import source_saliency
+        out, _ = self.translate(text, beam)
+        return source_saliency(self.translator, out, layer, head)
+
     # ---- training history and snapshots of the GPT, where its checkpoint folder has them ----
     def history(self) -> list[dict]:
         """The GPT's training history, read once (the Attention tab's head profile asks on every redraw)."""
@@ -243,4 +251,55 @@ class Explorer:
         result["prompt_tokens"] = len(gpt.encode(text)[0])
         result["new_tokens"] = new_tokens
         return result
+
+    # ---- "why this token?" ----
+    def token_choice(self, token) -> str | int | None:
+        """The token to explain, as the picker or the API gives it: ""/None → the top one; an id; or a
+        piece, where a typed word also matches the token with its leading space ("lord" → " lord")."""
+        if token is None or (isinstance(token, str) and token == ""):
+            return None
+        if isinstance(token, (int, float)) or (isinstance(token, str) and token.strip().isdigit()):
+            return int(clamp(token, 0, self.need_gpt().config.vocab_size - 1, int, "token id"))
+        if not isinstance(token, str):
+            raise PromptError(f"the token must be text or an id, not {type(token).__name__}")
+        tokenizer = self.need_gpt().tokenizer
+        for candidate in (token, " " + token.strip(), token.strip()):
+            if len(tokenizer.encode(candidate)) == 1:
+                return candidate
+        raise PromptError(f"{token!r} is {len(tokenizer.encode(token))} tokens "
+                          f"({' | '.join(tokenizer.pieces(tokenizer.encode(token)))}): pick one token")
+
+    def training_index(self):
+        """(the n-gram index of the GPT's training text, "") or (None, why there is none). Built once from
+        this machine's copy of the text (the trainer's cache); the app never downloads it."""
+        def build():
+            from . import explain
+            try:
+                return explain.build_index(explain.corpus_ids(self.need_gpt(), fetch=False)), ""
+            except PromptError as err:
+                return None, str(err)
+        return self.indexes.get(id(self.need_gpt()), build)
+
+    def why(self, prompt, token=None):
+        """(the evidence for one next token after the prompt, note), cached per (prompt, token)."""
+        from . import explain
+        gpt = self.need_gpt()
+        text, note = clean_prompt(prompt)
+        choice = self.token_choice(token)
+        index, reason = self.training_index()
+        answer = self.explanations.get((text, choice), lambda: explain.why(gpt, text, choice, index=index,
+                                                                           sources_reason=reason))
+        dropped = gpt.encode(text)[1]
+        if dropped:
+            note += f"Only the first {len(answer.tokens)} tokens fit the model's context; {dropped} more were left out. "
+        return answer, note
+
+    def patching(self, clean, corrupted, clean_answer="", corrupted_answer=""):
+        """Activation patching of a pair the user typed or picked; blank answers: each prompt's top token."""
+        from . import explain
+        gpt = self.need_gpt()
+        clean, note = clean_prompt(clean)
+        corrupted, note2 = clean_prompt(corrupted)
+        answers = [None if not a else self.token_choice(a) for a in (clean_answer, corrupted_answer)]
+        return explain.patching(gpt, clean, corrupted, *answers), note + note2
 

@@ -150,6 +150,7 @@ class TranslatorTrace:
     tgt_tokens: list[str]             # decoder inputs: BOS, y1 … yn
     tgt_ids: list[int]
     output_tokens: list[str]          # what each decoder position predicts: y1 … yn, EOS
+    output_ids: list[int]
     encoder_attention: torch.Tensor   # [L_enc, H, S, S]
     decoder_attention: torch.Tensor   # [L_dec, H, T, T]
     cross_attention: torch.Tensor     # [L_dec, H, T, S]

@@ -157,6 +157,7 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         return TranslatorTrace(
             src_tokens=src_pieces(src_ids), src_ids=list(src_ids), tgt_tokens=tgt_pieces(tgt_ids),
             tgt_ids=list(tgt_ids), output_tokens=tgt_pieces(list(tgt_ids[1:]) + [next_id]),
+            output_ids=list(tgt_ids[1:]) + [next_id],
             encoder_attention=rec.stacked(enc, "probs"), decoder_attention=rec.stacked(dec, "probs"),
             cross_attention=rec.stacked(cross, "probs"),
             encoder_parts=rec.parts(E), decoder_parts=rec.parts(D),

@@ -15,15 +15,17 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from . import explain
 from .api import PromptError
 from .config import GPTConfig
 from .controls import DEFAULT_PROMPT, DEFAULT_SOURCE, clamp, setting
 from .explorer import Explorer, clean_prompt
 from .figures import attention as attention_figs
 from .figures import experiments as experiment_figs
+from .figures import explain as explain_figs
 from .figures import layernorm as layernorm_figs
 from .figures import mask as mask_figs
-from .figures import message, standalone_html
+from .figures import message, standalone_html, visible
 from .figures import model as model_figs
 from .figures import positional as positional_figs
 from .figures import residual as residual_figs
@@ -71,6 +73,16 @@ EXPLAIN = {
                  "handles verse-like English and stumbles on everyday sentences. The encoder reads the English; the "
                  "decoder writes Spanish one token at a time, looking back at its own output (causal self-attention) "
                  "and at the English (cross-attention).",
+    "why": "**Why did the GPT predict this token?** Four kinds of evidence, each checked against the model. "
+           "*Attribution* splits the token's logit (minus the mean logit) exactly among the embedding, the heads and "
+           "the MLPs of this pass, but it is linear: so each top part is also really removed (zeroed, or replaced by "
+           "its mean over positions) and the real drop shown beside it. *Integrated gradients* split the logit's change "
+           "from a baseline (the BOS embedding at every position) among the input tokens, completely (the gap is "
+           "printed), but another baseline gives another split, and a small score does not mean a token is unused. "
+           "The *logit lens* reads the stream after each layer through the final norm. *Training-text counts* say what "
+           "the text makes plausible, not that the model recalled it. *Activation patching* (below) shows where the "
+           "information that tells two prompts apart lives, and nothing about what they share. Attention weights are "
+           "none of these: attention is not explanation.",
     "experiments": "Small GPTs that differ from a baseline in exactly one thing — positions, feed-forward, norm "
                    "placement, the causal mask — trained on the same data, seed and budget. The sentences below are "
                    "what this run measured, including where it contradicts the course material.",
@@ -94,6 +106,9 @@ EXAMPLES = {
     "layernorm": [("a famous line", DEFAULT_PROMPT),
                   ("shouting and punctuation", "O! O! O! O!!! WHAT, HO! APOTHECARY!!"),
                   ("the same word again and again", "night night night night night night night night")],
+    "why": [("a title and a name", "I thank you, my good"),
+            ("a repeated phrase", "the king, the queen, the king, the queen, the king, the"),
+            ("a famous line", DEFAULT_PROMPT)],
     "residual": [("an easy next token", "To be, or not to"),
                  ("a speaker's name comes next", "ROMEO: I dreamt a dream to-night.\nMERCUTIO: And so did I.\n"),
                  ("a famous line", DEFAULT_PROMPT)],
@@ -215,6 +230,73 @@ def residual_view(explorer: Explorer, prompt, position=-1, projector=False, mode
             residual_figs.residual_shares(tr, projector=projector)) + readout
 
 
+# ---------------------------------------------------------------- why this token? ----------
+
+def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
+    """The token picker's choices: the top prediction (the default), then the most likely next tokens
+    (only the default for a prompt the tab itself rejects: its message says why)."""
+    top = [("the top prediction", "")]
+    try:
+        logits = explorer.trace(prompt)[0].logits[-1].float()
+    except PromptError:
+        return top
+    probs, piece = logits.softmax(-1), explorer.gpt.tokenizer.piece
+    values, ids = probs.topk(min(explain.TOP_CHOICES, len(probs)))
+    return top + [(f"{visible(piece(int(i)))}  ({float(v):.1%})", piece(int(i))) for v, i in zip(values, ids)]
+
+
+def paragraph_html(segments) -> str:
+    """The generated paragraph, each number a link to the panel it comes from."""
+    return "<p class='why-paragraph'>" + "".join(
+        html.escape(text) if panel is None else f"<a href='#{explain.PANELS[panel]}'>{html.escape(text)}</a>"
+        for text, panel in segments) + "</p>"
+
+
+def sources_html(explorer: Explorer, answer) -> str:
+    """The training-text counts for n = 1…4 tokens of context, with example lines (the match in bold)."""
+    if answer.sources is None:
+        return f"<p id='{explain.PANELS['sources']}'><b>Training-text counts:</b> {html.escape(answer.sources_reason)}.</p>"
+    index, _ = explorer.training_index()
+    tokenizer = explorer.gpt.tokenizer
+    rows = []
+    for g in answer.sources:
+        context = visible(tokenizer.decode(g.context))
+        lines = "<br>".join("…{}<b>{}</b>{}…".format(*map(html.escape, explain.example_text(tokenizer, index, pos, g.n + 1)))
+                            for pos in g.examples)
+        share = "" if g.share != g.share else f"{g.share:.1%}"
+        rows.append(f"<tr><td>{g.n}</td><td><code>{html.escape(context)}</code></td><td>{g.context_count:,}</td>"
+                    f"<td>{g.count:,}</td><td>{share}</td><td>{lines}</td></tr>")
+    return (f"<div id='{explain.PANELS['sources']}'><p><b>Where it comes from:</b> how often the last n tokens, then "
+            f"<code>{html.escape(visible(answer.piece))}</code>, occur in the training plays.</p>"
+            "<table class='why-sources'><tr><th>n</th><th>last n tokens</th><th>seen</th><th>then this token</th>"
+            "<th>share</th><th>examples</th></tr>" + "".join(rows) + "</table></div>")
+
+
+def why_view(explorer: Explorer, prompt, token="", projector=False):
+    """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
+    answer, note = explorer.why(prompt, token)
+    top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
+    summary = (paragraph_html(explain.paragraph(answer)) +
+               f"<details id='{explain.PANELS['prediction']}'><summary>top next tokens</summary><ul>{top}</ul></details>")
+    return (note, summary, explain_figs.components_figure(answer.components, projector=projector),
+            explain_figs.saliency_figure(answer.saliency, projector=projector),
+            explain_figs.lens_figure(answer, projector=projector), sources_html(explorer, answer))
+
+
+def pair_fields(name) -> list[str]:
+    """A prepared patching pair's clean and corrupted prompts and answers (for the four fields)."""
+    pair = next((p for p in explain.PAIRS if p.name == name), None)
+    if pair is None:
+        raise PromptError(f"no prepared pair called {name!r}: pick one of the list or type your own")
+    return [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
+
+
+def patching_view(explorer: Explorer, clean, corrupted, clean_answer="", corrupted_answer="", projector=False):
+    """Activation patching of the clean prompt into the corrupted one: where the difference lives."""
+    result, note = explorer.patching(clean, corrupted, clean_answer, corrupted_answer)
+    return (note,) + explain_figs.patching_figures(result, explorer.gpt.tokenizer.piece, projector=projector)
+
+
 # ---------------------------------------------------------------- sampling -----------------
 
 def sampling_settings(temperature, top_k, top_p) -> tuple[float, int, float]:
@@ -282,9 +364,15 @@ def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="averag
     out, note = explorer.translate(text, beam)
     layer, layer_note = explorer.translator_layer(kind, layer)
     head = None if head in (None, "average") else clamp(head, 0, explorer.translator.config.n_head - 1, int, "head")
+    # saliency is compared with the cross-attention on screen, or with its mean when another map is shown
+    cross_layer, cross_head = (layer, head) if kind == "cross" else (None, None)
+    compared = (f"layer {cross_layer}" if cross_layer is not None else "mean over layers") + ", " + \
+               (f"head {cross_head}" if cross_head is not None else "mean over heads")
     return (note + layer_note, out.text,
             translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector),
-            translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector))
+            translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector),
+            translation_figs.saliency_beside_attention(explorer.source_saliency(text, beam, cross_layer, cross_head),
+                                                       compared=compared, projector=projector))
 
 
 # ---------------------------------------------------------------- the model and its training

