@@ -21,7 +21,7 @@ import gradio as gr
 
 import toyviz
 from toyviz import explain, links, views
-from toyviz.components import friendly, plot, slider
+from toyviz.components import friendly, in_place, plot, slider
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
@@ -235,21 +235,25 @@ def registry(ui, bind) -> dict:
 
 
 def wire_tabs(ui, tabs: dict):
-    """Each renderer answers its tab's selection (and its API name) and its own controls; the shared
-    controls (prompt, projector, picker) redraw only the tab on screen."""
+    """Each renderer answers its tab's selection and its own controls; the shared controls (prompt,
+    projector, picker) redraw only the tab on screen. On the page a mistake shows in place of the
+    figures (`in_place`); each tab's HTTP endpoint is the same renderer on a trigger the page never
+    fires, raising the mistake as an error for the caller."""
     for name, (fn, inputs, outputs, controls, api_name) in tabs.items():
-        tab = getattr(ui, f"tab_{name}")
-        tab.select(fn, inputs, outputs, api_name=api_name, concurrency_limit=4)
+        tab, on_page = getattr(ui, f"tab_{name}"), in_place(fn, outputs)
+        tab.select(on_page, inputs, outputs, api_visibility="private", concurrency_limit=4)
         tab.select(lambda name=name: name, None, ui.current, api_visibility="private")
         for control in controls:
-            control.change(fn, inputs, outputs, api_visibility="private", concurrency_limit=4)
+            control.change(on_page, inputs, outputs, api_visibility="private", concurrency_limit=4)
+        gr.Button(visible=False).click(fn, inputs, outputs, api_name=api_name, concurrency_limit=4)
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
 
     def refresh(tab, *values):
         by_input = dict(zip(ui.all_inputs, values))
         return [value for name, (fn, ins, outs, _, _) in tabs.items()
-                for value in (fn(*[by_input[i] for i in ins]) if name == tab else [gr.skip()] * len(outs))]
+                for value in (in_place(fn, outs)(*[by_input[i] for i in ins]) if name == tab
+                              else [gr.skip()] * len(outs))]
 
     @friendly
     def export(tab, *values):
@@ -270,9 +274,9 @@ def wire_tabs(ui, tabs: dict):
 def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
     """The buttons and fields that are not a tab's redraw: translate, formula, generate, KV cache, sizes,
     the why-tab's token choices and patching."""
+    translate, inputs, outputs = tabs["translate"][:3]
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
-        event(tabs["translate"][0], tabs["translate"][1], tabs["translate"][2], api_visibility="private",
-              concurrency_limit=4)
+        event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=4)
     for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
         event(friendly(views.formula_view), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
               api_visibility="private")

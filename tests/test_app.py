@@ -308,6 +308,21 @@ def test_empty_prompt_gets_a_message_and_the_app_lives_on(shipped, prompt):
     shipped.still_answers()
 
 
+def test_on_the_page_a_mistake_replaces_the_figures_it_concerns(shipped):
+    """The page's own events show the message in place (each figure, the note); the same renderer behind
+    the HTTP endpoint raised above. Later text outputs are emptied, not left describing the last prompt."""
+    from toyviz.components import FigurePlot, in_place
+    fn, inputs, outputs, _, _ = shipped.demo.ui.registry["attention"]
+    values = in_place(fn, outputs)("   ", 0, 0, "probs", [], False, "gpt")
+    assert len(values) == len(outputs)
+    for output, value in zip(outputs, values):
+        if isinstance(output, FigurePlot):
+            assert "Nothing drawn" in value.layout.title.text
+            assert "empty" in value.layout.annotations[0].text
+    texts = [v for o, v in zip(outputs, values) if not isinstance(o, FigurePlot)]
+    assert texts[0].startswith("⚠") and "The prompt is empty" in texts[0] and all(t == "" for t in texts[1:])
+
+
 def test_a_50000_character_prompt_is_cut_with_a_note(shipped):
     assert len(HUGE) == 50_000
     cut = f"cut from 50,000 to {MAX_PROMPT_CHARS:,} characters"

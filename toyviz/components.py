@@ -5,9 +5,11 @@ The only Gradio code in the package; the renderers (toyviz.views) and figures st
 from __future__ import annotations
 
 import functools
+import html
 import inspect
 import json
 import logging
+import textwrap
 from contextlib import contextmanager
 
 import gradio as gr
@@ -15,7 +17,7 @@ from gradio.components.plot import PlotData
 
 from .api import PromptError
 from .controls import DEFAULTS, RANGES
-from .figures import config_for
+from .figures import config_for, message
 
 USER_ERRORS = (PromptError, ValueError, IndexError)
 log = logging.getLogger("toyviz")
@@ -48,6 +50,40 @@ def friendly(fn):
         with user_errors(fn):
             return fn(*args, **kwargs)
     return wrapper
+
+
+MESSAGE_LINE = 60            # characters a line of an in-place message holds (it must fit a figure on a projector)
+
+
+def in_place(fn, outputs: list):
+    """fn (already `friendly`) for the page's own events: a user's mistake replaces every figure the event
+    would draw with the message, and the first text output says it too, until the next action — where
+    the eye is, not in a toast that fades or sits in a corner. The named HTTP endpoints keep raising
+    (their callers want an error, not a picture of one)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error as err:
+            return placeholders(err.message, outputs)
+    return wrapper
+
+
+def placeholders(text: str, outputs: list) -> list:
+    """The message in place of each output: a figure saying it, the first Markdown/HTML saying it, later ones
+    emptied (a table of the previous prompt's heads would pass for this one's), the rest unchanged."""
+    lines = "<br>".join(html.escape(line) for line in textwrap.wrap(text, MESSAGE_LINE))
+    values, said = [], False
+    for output in outputs:
+        if isinstance(output, FigurePlot):
+            values.append(message(lines, "⚠ Nothing drawn: the input needs a change", filename="toyviz-message"))
+        elif isinstance(output, (gr.Markdown, gr.HTML)):
+            values.append("" if said else f"⚠ **{text}**" if isinstance(output, gr.Markdown) else
+                          f"<p class='error-note'>⚠ <b>{html.escape(text)}</b></p>")
+            said = True
+        else:
+            values.append(gr.skip())
+    return values
 
 
 class FigurePlot(gr.Plot):
