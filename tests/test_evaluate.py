@@ -62,3 +62,21 @@ def test_in_context_drop_is_the_second_copys_loss_over_the_first(tiny_gpt):
     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
     expected = (losses[:, 10:].mean() / losses[:, :10].mean()).item()
     assert in_context_drop(tiny_gpt.model, probes.repeats, probes.period) == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_training_sample_is_fixed_and_scores_a_perfect_translator_100(monkeypatch):
+    """The sample is evenly spaced (the same verses every time), and a translator that returns the
+    reference scores chrF 100 with the known verses exact."""
+    from types import SimpleNamespace
+
+    from toyviz.evaluate import TRAINING_SAMPLE, training_sample_facts
+    pairs = [SimpleNamespace(ref="Gen.1.1" if i == 0 else "Gen.1.3" if i == 2 else f"Ps.{i}.1",
+                             en=f"verse {i}", es=f"versículo número {i} del libro") for i in range(1000)]
+    by_en = {p.en: p.es for p in pairs}
+    perfect = SimpleNamespace(translate_text=lambda text, beam: by_en[text])
+    facts = training_sample_facts(perfect, pairs)
+    assert facts["train_sample_verses"] == TRAINING_SAMPLE and facts["train_sample_beam4_chrf"] == 100
+    assert facts["known_verses_exact"] == {"Gen.1.1": True, "Gen.1.3": True}
+    wrong = SimpleNamespace(translate_text=lambda text, beam: "nada")
+    low = training_sample_facts(wrong, pairs)
+    assert low["train_sample_beam4_chrf"] < 10 and not any(low["known_verses_exact"].values())

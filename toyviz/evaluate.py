@@ -90,6 +90,28 @@ def evaluate_translator(translator, pairs, beams=(1, 4)) -> dict:
     return result
 
 
+TRAINING_SAMPLE = 300                  # training verses the translator should know well
+KNOWN_VERSES = ("Gen.1.1", "Gen.1.3")  # verses a student tries first: their 1909 text, exactly
+
+
+def training_sample_facts(translator, train_pairs, beam: int = 4) -> dict:
+    """How well the translator knows its own data: chrF and BLEU on a fixed sample of TRAINING_SAMPLE
+    training verses (evenly spaced through the books, so the sample never changes), and whether
+    KNOWN_VERSES come out exactly as the 1909 text."""
+    import sacrebleu
+
+    step = max(1, len(train_pairs) // TRAINING_SAMPLE)
+    sample = train_pairs[::step][:TRAINING_SAMPLE]
+    hyps = [translator.translate_text(p.en, beam=beam) for p in sample]
+    refs = [p.es for p in sample]
+    known = {p.ref: p for p in train_pairs if p.ref in KNOWN_VERSES}
+    exact = {ref: translator.translate_text(p.en, beam=beam) == p.es for ref, p in known.items()}
+    return {"train_sample_verses": len(sample),
+            f"train_sample_beam{beam}_chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
+            f"train_sample_beam{beam}_bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
+            "known_verses_exact": exact}
+
+
 def checkpoint_facts(model, folder: Path) -> dict:
     folder = Path(folder)
     return {"params": sum(p.numel() for p in model.parameters()),
@@ -111,8 +133,9 @@ def main(argv=None):
         _, val_text = shakespeare.split(shakespeare.load_works())
         result = evaluate_gpt(model, val_text) | head_facts(model, val_text)
     else:
-        _, test = bible.split(bible.load_pairs())
-        result = evaluate_translator(model, test, tuple(int(b) for b in args.beams.split(",")))
+        train, test = bible.split(bible.load_pairs())
+        result = evaluate_translator(model, test, tuple(int(b) for b in args.beams.split(","))) | \
+            training_sample_facts(model, train)
     folder = Path(model.source)
     result.update(checkpoint_facts(model.model, folder))
     card = folder / "training.json"
