@@ -214,3 +214,21 @@ def test_prepared_pairs_fill_the_patching_fields(shipped):
         views.pair_fields("nonsense")
     with pytest.raises(PromptError, match="same number of tokens"):
         views.patching_view(shipped, "The Duke of York", "The Duke of Yorkshire and Lancaster")
+
+
+def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
+    """A class must not queue behind beam searches: with BUSY_SEARCHES running, a new beam request is
+    searched greedily and says so; a beam result already cached is still served as it is."""
+    from toyviz.explorer import BUSY_SEARCHES
+    cached = "The Lord is my shepherd."
+    views.translate_view(shipped, cached, 4)
+    shipped.searches = BUSY_SEARCHES
+    try:
+        note, text, *_ = views.translate_view(shipped, "And the earth was without form, and void.", 4)
+        assert "greedy (beam 1) instead of beam 4" in note
+        assert text == shipped.translator.translate("And the earth was without form, and void.", beam=1).text
+        note, *_ = views.translate_view(shipped, cached, 4)
+        assert "greedy" not in note
+    finally:
+        shipped.searches = 0
+    assert views.translate_view(shipped, "And God saw the light, that it was good.", 4)[0] == ""

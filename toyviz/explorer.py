@@ -18,6 +18,7 @@ from .checkpoint import CHECKPOINTS
 from .controls import MAX_PROMPT_CHARS, MODELS, clamp, setting
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
+BUSY_SEARCHES = 2       # searches running at once before a new beam search is greedy: a class must not queue behind them
 
 
 def clean_prompt(text) -> tuple[str, str]:
@@ -40,6 +41,11 @@ class LRU:
 
     def __init__(self, size: int):
         self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def peek(self, key):
+        """The cached value or None, computing nothing."""
+        with self.lock:
+            return self.items.get(key)
 
     def get(self, key, make):
         with self.lock:
@@ -64,6 +70,7 @@ class Explorer:
         self.traces, self.translations = LRU(cache_size), LRU(cache_size)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
         self.histories = LRU(2)              # history.json of the GPT, parsed once
+        self.searches, self.searches_lock = 0, threading.Lock()     # translations being searched now
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
         self.explanations = LRU(8)           # "why this token?" answers: the costliest tab, redrawn on tab switches
 
@@ -177,19 +184,33 @@ class Explorer:
         return depth - 1, f"The {stack} has {depth} layers: showing its last. "
 
     def translate(self, text, beam):
+        """(translation, note), cached. Under load a beam search that is not cached runs greedily, with a
+        note: a beam of 4 costs several greedy searches, and BUSY_SEARCHES at once already fill the CPU."""
         translator = self.need_translator()
         text, note = clean_prompt(text)
         beam = setting("beam", beam)
-        out = self.translations.get((text, beam), lambda: translator.translate(text, beam=beam))
+        out = self.translations.peek((text, beam))
+        if out is None:
+            with self.searches_lock:
+                greedy = beam > 1 and self.searches >= BUSY_SEARCHES
+                self.searches += 1
+            if greedy:
+                note += (f"Many translations are running: this one is greedy (beam 1) instead of beam {beam}; "
+                         "ask again in a moment for the beam search. ")
+                beam = 1
+            try:
+                out = self.translations.get((text, beam), lambda: translator.translate(text, beam=beam))
+            finally:
+                with self.searches_lock:
+                    self.searches -= 1
         if out.truncated:
             note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
         return out, note
 
-    def source_saliency(self, text, beam, layer: int | None, head: int | None):
-        """The translation's source saliency beside its cross-attention (toyviz.explain.translation)."""
+    def source_saliency(self, translation, layer: int | None, head: int | None):
+        """A translation's source saliency beside its cross-attention (toyviz.explain.translation)."""
         from .explain.translation import source_saliency
-        out, _ = self.translate(text, beam)
-        return source_saliency(self.translator, out, layer, head)
+        return source_saliency(self.need_translator(), translation, layer, head)
 
     # ---- training history and snapshots of the GPT, where its checkpoint folder has them ----
     def history(self) -> list[dict]:

@@ -371,7 +371,7 @@ def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="averag
     return (note + layer_note, out.text,
             translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector),
             translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector),
-            translation_figs.saliency_beside_attention(explorer.source_saliency(text, beam, cross_layer, cross_head),
+            translation_figs.saliency_beside_attention(explorer.source_saliency(out, cross_layer, cross_head),
                                                        compared=compared, projector=projector))
 
 
