@@ -21,7 +21,7 @@ import gradio as gr
 
 import toyviz
 from toyviz import explain, links, views
-from toyviz.components import friendly, in_place, plot, slider
+from toyviz.components import clamp_in_page, friendly, in_place, plot, show_clamped, slider
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
@@ -240,11 +240,11 @@ def wire_tabs(ui, tabs: dict):
     figures (`in_place`); each tab's HTTP endpoint is the same renderer on a trigger the page never
     fires, raising the mistake as an error for the caller."""
     for name, (fn, inputs, outputs, controls, api_name) in tabs.items():
-        tab, on_page = getattr(ui, f"tab_{name}"), in_place(fn, outputs)
-        tab.select(on_page, inputs, outputs, api_visibility="private", concurrency_limit=4)
+        tab, on_page, js = getattr(ui, f"tab_{name}"), in_place(fn, outputs), clamp_in_page(inputs)
+        tab.select(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
         tab.select(lambda name=name: name, None, ui.current, api_visibility="private")
         for control in controls:
-            control.change(on_page, inputs, outputs, api_visibility="private", concurrency_limit=4)
+            control.change(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
         gr.Button(visible=False).click(fn, inputs, outputs, api_name=api_name, concurrency_limit=4)
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
@@ -264,11 +264,14 @@ def wire_tabs(ui, tabs: dict):
 
     ui.refresh = refresh
     ui.export_button.click(export, [ui.current] + ui.all_inputs, ui.exported, api_name="export", concurrency_limit=2)
+    js = clamp_in_page([ui.current] + ui.all_inputs)
     gr.on([ui.run.click, ui.prompt.submit, ui.projector.change, ui.model.change], refresh,
-          [ui.current] + ui.all_inputs, ui.all_outputs, api_visibility="private", concurrency_limit=4)
+          [ui.current] + ui.all_inputs, ui.all_outputs, js=js, api_visibility="private", concurrency_limit=4)
     for example in ui.prompt_examples:
-        example.load_input_event.then(refresh, [ui.current] + ui.all_inputs, ui.all_outputs, api_visibility="private",
-                                      concurrency_limit=4)
+        example.load_input_event.then(refresh, [ui.current] + ui.all_inputs, ui.all_outputs, js=js,
+                                      api_visibility="private", concurrency_limit=4)
+    for control in {id(c): c for c in ui.all_inputs if isinstance(c, gr.Slider)}.values():
+        show_clamped(control)
 
 
 def wire_actions(ui, explorer: Explorer, bind, tabs: dict):

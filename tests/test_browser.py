@@ -231,6 +231,22 @@ def test_why_this_token_links_its_numbers_and_patches_a_pair(url, page):
     assert not error_toasts(page) and not page.errors, (error_toasts(page), page.errors)
 
 
+def test_a_number_typed_past_a_sliders_range_is_shown_and_used_clamped(url, page):
+    """A lecturer types 99 into the layer box: the box says 3 (the last layer), the figures show layer 3,
+    and no error appears; -5 likewise becomes 0."""
+    open_app(page, url, "?tab=attention")
+    expect()(title(page, "attn-plot")).to_contain_text("layer 0, head 0", timeout=WAIT)
+    last = Explorer.load("gpt", "no-translator", "cpu").gpt.config.n_layer - 1
+    box = page.locator("#layer input[type=number]")
+    for typed, shown in (("99", last), ("-5", 0)):
+        box.fill(typed)
+        page.keyboard.press("Tab")
+        expect()(box).to_have_value(str(shown), timeout=WAIT)
+        expect()(title(page, "attn-plot")).to_contain_text(f"layer {shown}, head 0", timeout=WAIT)
+    settle(page)
+    assert not error_toasts(page) and not page.errors, (error_toasts(page), page.errors)
+
+
 def test_deep_link_opens_layer_and_head(url, page):
     open_app(page, url, "?tab=attention&layer=1&head=2")
     head = title(page, "attn-plot")

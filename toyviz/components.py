@@ -86,6 +86,21 @@ def placeholders(text: str, outputs: list) -> list:
     return values
 
 
+def clamp_in_page(inputs: list) -> str | None:
+    """JavaScript an event runs in the page before it sends `inputs`: a number typed into a slider's box
+    past its range goes as the nearest bound, as dragging would (the server would refuse it, and the
+    figures would stay as they were). None when no input is a slider."""
+    clamps = [f"a[{i}] = Math.min(Math.max(Number(a[{i}]), {c.minimum}), {c.maximum});"
+              for i, c in enumerate(inputs) if isinstance(c, gr.Slider)]
+    return "(...a) => { " + " ".join(clamps) + " return a; }" if clamps else None
+
+
+def show_clamped(slider: gr.Slider):
+    """The slider's box shows the clamped value too, not the 99 that was typed."""
+    slider.change(None, slider, slider, js=f"(v) => Math.min(Math.max(Number(v), {slider.minimum}), {slider.maximum})",
+                  api_visibility="private")
+
+
 class FigurePlot(gr.Plot):
     """gr.Plot that keeps each figure's download settings: the camera button saves a PNG at 2x under
     the file name the figure builder chose (Gradio's front end reads a "config" key next to data/layout)."""
