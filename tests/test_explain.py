@@ -243,9 +243,9 @@ def test_patching_refuses_what_it_cannot_measure(tiny_gpt):
         E.patching(tiny_gpt, CLEAN, CORRUPTED, " the", " the")
 
 
-def test_prepared_pairs_fit_the_shipped_tokenizer(shipped):
-    """Same token length and one-token answers (whether the shipped GPT tells them apart is the tab's
-    business: the RoPE GPT does not, see PAIRS)."""
+def test_prepared_pairs_fit_the_shipped_gpt(shipped):
+    """Same token length, one-token answers, and a metric that tells the prompts apart (the clean prompt
+    prefers the clean answer by at least 1.5 logits more than the corrupted prompt does)."""
     for pair in E.PAIRS:
         a, b = AP._pair_ids(shipped, pair.clean, pair.corrupted)
         assert len(a) == len(b), pair.name
@@ -253,6 +253,7 @@ def test_prepared_pairs_fit_the_shipped_tokenizer(shipped):
             assert len(shipped.tokenizer.encode(answer)) == 1, (pair.name, answer)
         P = E.patching(shipped, pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer)
         assert float(P.resid[-1, -1]) == pytest.approx(1, abs=1e-4)       # the whole clean stream: clean
+        assert P.clean_metric - P.corrupted_metric > 1.5, (pair.name, P.clean_metric, P.corrupted_metric)
 
 
 # ------------------------------------------------------------------ 4. n-grams ----

@@ -24,16 +24,18 @@ class Pair:
     corrupted_answer: str
 
 
-# Same token length and single-token answers under the shipped tokenizer. Chosen on the sinusoidal GPT,
-# where each answer was its prompt's top-1; the RoPE GPT shipped after it prefers the clean answer on both
-# prompts of every pair, so the pairs must be chosen again before a tab offers them.
+# Same token length and single-token answers under the shipped tokenizer, chosen on the shipped RoPE GPT so
+# that the metric separates the prompts clearly (logit difference clean / corrupted): a name it copies from
+# earlier in the line (+6.7 / +0.8), the verb that agrees with "thou" or "you" (+5.8 / −5.6: the answer flips),
+# and "lord" or "lady" repeated from the line's start (+4.6 / +1.7). Where the corrupted prompt still prefers
+# the clean answer, the metric is still normalised between the two runs: 0 = corrupted, 1 = clean.
 PAIRS = (
     Pair("Who is addressed: a name swap", "Come, Kate, come. I will not go, good",
          "Come, Iago, come. I will not go, good", " Kate", " Iago"),
-    Pair("Which duke: a title swap", "The Duke of York is dead, and the Duke of",
-         "The Duke of Suffolk is dead, and the Duke of", " York", " Suffolk"),
-    Pair("Who speaks next: a speaker-name swap", "Enter BRUTUS and CASSIUS.\n\nBRUTUS.\nGood night.\n\n",
-         "Enter BRUTUS and CASSIUS.\n\nCASSIUS.\nGood night.\n\n", "BRUTUS", "CASSIUS"),
+    Pair("Thou or you: the verb agrees", "Thou art a villain, and thou", "You are a villain, and you",
+         " art", " are"),
+    Pair("Lord or lady: a word from the line's start", "O my lord, my lord! What, my",
+         "O my lady, my lady! What, my", " lord", " lady"),
 )
 
 
