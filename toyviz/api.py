@@ -71,6 +71,7 @@ class GPT:
         self.model, self.tokenizer, self.source = model, tokenizer, source
         self.config = model.config
         self.bos = tokenizer.special(BOS_GPT)
+        self._dictionary = None
 
     @property
     def device(self) -> torch.device:
@@ -81,6 +82,18 @@ class GPT:
         ids = [self.bos] + self.tokenizer.encode(check_text(text))
         dropped = max(0, len(ids) - self.config.context)
         return ids[: self.config.context], dropped
+
+    def dictionary(self):
+        """The sparse-autoencoder features trained on this GPT (its checkpoint's features/ folder), loaded
+        once: a toyviz.dictionary.Features, with dashboards, search and steering."""
+        if self._dictionary is None:
+            from .dictionary import load_features   # the dictionary builds on this module
+            self._dictionary = load_features(self)
+        return self._dictionary
+
+    def features(self, text: str):
+        """The dictionary's features at every token of the prompt (a toyviz.dictionary.PromptFeatures)."""
+        return self.dictionary().encode(text)
 
     def ablation(self, heads, kind: str = "zero") -> dict[str, dict[int, str]]:
         """[(layer, head), …] → {"attn.<layer>": {head: kind}}, the form the model's forward takes."""
@@ -100,13 +113,16 @@ class GPT:
                                 ablate=self.ablation(ablate, ablation))
 
     def generate(self, text: str, max_new_tokens: int = 50, *, temperature: float = 1.0, top_k: int = 0,
-                 top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10
-                 ) -> Iterator[Step]:
+                 top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10,
+                 steer: dict[int, torch.Tensor] | None = None) -> Iterator[Step]:
+        """Sample max_new_tokens after the prompt; `steer` adds vectors to the stream at every position,
+        e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.dictionary)."""
         check_sampling(max_new_tokens, temperature, top_k, top_p)
         ids = [self.bos] + self.tokenizer.encode(check_text(text))
         decode = self.tokenizer.stream_decoder()
         for s in self.model.generate_ids(ids, int(max_new_tokens), temperature=float(temperature),
-                                         top_k=int(top_k), top_p=float(top_p), seed=seed, use_cache=use_cache):
+                                         top_k=int(top_k), top_p=float(top_p), seed=seed, use_cache=use_cache,
+                                         steer=steer):
             top = [(self.tokenizer.piece(t), p) for t, p in top_candidates(s.probs, n_top)]
             yield Step(decode(s.token), s.token, self.tokenizer.piece(s.token), s.prob, top, s.logits, s.positions)
 

@@ -73,27 +73,36 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
                 self.tok_emb.weight)[positions]
         return None
 
-    def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None,
-                ablate: dict[str, dict[int, str]] | None = None, rec: Recorder | None = None):
-        """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given.
-
-        ablate switches heads off, e.g. {"attn.1": {0: "zero", 3: "mean"}}: a head's output is replaced
-        by zeros or by its mean over the positions. rec, if given, records the pass and changes nothing.
-        """
-        causal = self.config.causal if causal is None else causal
-        offset = cache.length if cache is not None else 0
+    def embed(self, idx, offset: int = 0):
+        """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C),
+        the positional vectors added to it (T, C) or None, and the RoPE angles (T, hs/2) or None."""
         positions = torch.arange(offset, offset + idx.shape[1], device=idx.device)
         x = self.tok_emb(idx) * self.embed_scale                         # (B, T, C)
         pos = self.positional(positions)
         if pos is not None:
             x = x + pos
-        x = self.drop(x)
         rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
+        return self.drop(x), pos, rope
+
+    def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None,
+                ablate: dict[str, dict[int, str]] | None = None, steer: dict[int, torch.Tensor] | None = None,
+                rec: Recorder | None = None):
+        """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given.
+
+        ablate switches heads off, e.g. {"attn.1": {0: "zero", 3: "mean"}}: a head's output is replaced
+        by zeros or by its mean over the positions. steer adds a vector to the stream after a block at
+        every position, {layer: (C,) vector} (a feature's direction, see toyviz.dictionary); `trace`
+        takes none, so recorded writes always add up. rec, if given, records the pass and changes nothing.
+        """
+        causal = self.config.causal if causal is None else causal
+        x, pos, rope = self.embed(idx, cache.length if cache is not None else 0)
         if rec is not None:
             rec.positions(pos, rope)
             rec.write(names.EMBED, x)
         for i, block in enumerate(self.blocks):
             x = block(x, index=i, causal=causal, rope=rope, cache=cache, ablate=ablate, rec=rec)
+            if steer is not None and i in steer:
+                x = x + steer[i]
         h = self.ln_f(x)
         if rec is not None:
             rec.final(x)
@@ -131,8 +140,9 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,
                      top_k: int = 0, top_p: float = 1.0, seed: int | None = None,
-                     use_cache: bool = True) -> Iterator[SampledToken]:
-        """Yield max_new_tokens sampled tokens one at a time.
+                     use_cache: bool = True, steer: dict[int, torch.Tensor] | None = None
+                     ) -> Iterator[SampledToken]:
+        """Yield max_new_tokens sampled tokens one at a time (`steer` as in `forward`, at every step).
 
         The model sees a window of at most `context` tokens. When the window overflows it jumps
         forward by half a context, so a cached run only has to re-read the window then; cached
@@ -151,7 +161,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             else:
                 cache = KVCache() if use_cache else None
                 new = seq[start:]
-            logits, _ = self.forward(torch.tensor([new], device=device), cache=cache)
+            logits, _ = self.forward(torch.tensor([new], device=device), cache=cache, steer=steer)
             logits = logits[0, -1].float()
             probs = next_token_probs(logits, temperature, top_k, top_p)
             token = draw(probs, generator)

@@ -182,12 +182,13 @@ class FeedForward(nn.Module):
         self.down = nn.Linear(d_ff, d_model, bias=bias)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x):
+    def hidden(self, x):  # (B, T, C) -> (B, T, d_ff), what `down` reads (a sparse autoencoder's site)
         if self.kind == "swiglu":
-            h = F.silu(self.gate(x)) * self.up(x)
-        else:
-            h = F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
-        return self.drop(self.down(h))
+            return F.silu(self.gate(x)) * self.up(x)
+        return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
+
+    def forward(self, x):
+        return self.drop(self.down(self.hidden(x)))
 
 
 class Block(nn.Module):
