@@ -110,6 +110,20 @@ def prompt_tabs(ui, sizes):
         ui.res_position = slider("query", "token position", upper=sizes.context - 1)
         ui.residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
     why_tab(ui)
+    features_tab(ui)
+
+
+def features_tab(ui):
+    with gr.Tab("Features", id="features") as ui.tab_features:
+        intro(ui, "features")
+        with gr.Row():
+            ui.feature = gr.Number(value=DEFAULTS["feature"], precision=0, label="feature (-1 = the prompt's strongest)",
+                                   elem_id="feature")
+            ui.feature_search = gr.Textbox(label="search features by a word or a token", max_lines=1,
+                                           elem_id="feature-search")
+        ui.features_out = [plot("features-prompt-plot"), gr.Markdown(elem_id="feature-about"),
+                           plot("feature-contexts-plot"), plot("feature-histogram-plot"), plot("feature-logits-plot"),
+                           gr.Markdown(elem_id="feature-list")]
 
 
 def why_tab(ui):
@@ -148,6 +162,10 @@ def sample_tab(ui):
             ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed")
             ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
             ui.stop = gr.Button("Stop", elem_id="stop")
+        with gr.Row():
+            ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
+                                         label="steer with feature # (-1 = off; numbers in the Features tab)")
+            ui.steer_alpha = slider("steer_alpha", "steering strength α (0 = off)", 0.5, elem_id="steer-alpha")
         ui.bars = plot("bars-plot")
         ui.generated = gr.HTML(elem_id="generated")
         ui.generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
@@ -222,6 +240,8 @@ def registry(ui, bind) -> dict:
         "residual": (bind(views.residual_view), [p, ui.res_position, proj, model], [ui.note] + ui.residual_out,
                      [ui.res_position], "residual"),
         "why": (bind(views.why_view), [p, ui.why_token, proj], [ui.note] + ui.why_out, [ui.why_token], "why"),
+        "features": (bind(views.features_view), [p, ui.feature, ui.feature_search, proj], [ui.note] + ui.features_out,
+                     [ui.feature, ui.feature_search], "features"),
         "sample": (bind(views.next_token_view), [p, ui.temperature, ui.top_k, ui.top_p, proj], [ui.note, ui.bars],
                    [ui.temperature, ui.top_k, ui.top_p], "next_token"),
         "translate": (bind(views.translate_view), [ui.source, ui.beam, ui.attention_kind, ui.tr_layer, ui.tr_head,
@@ -283,9 +303,12 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
     for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
         event(friendly(views.formula_view), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
               api_visibility="private")
-    sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector]
+    sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,
+                ui.steer_alpha]
     gen_event = ui.go.click(bind(views.generate_view), sampling, [ui.note, ui.generated, ui.bars, ui.generated_plot],
-                            api_name="generate", concurrency_limit=4)   # paced: mostly asleep
+                            js=clamp_in_page(sampling), api_name="generate", concurrency_limit=4)   # paced: mostly asleep
+    for control in (ui.max_new, ui.steer_alpha):
+        show_clamped(control)
     gen_event.success(lambda: gr.update(visible=True), None, ui.generated_plot, api_visibility="private")
     ui.stop.click(None, None, None, cancels=[gen_event], api_visibility="private")
     ui.kv_button.click(bind(views.kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
@@ -317,7 +340,8 @@ def wire_links(ui, demo: gr.Blocks):
     """Copy link: the view's state as a URL query; opening a link restores every control it names."""
     state = list(DEFAULTS)                          # the controls below, in this order
     controls = [ui.current, ui.prompt, ui.layer, ui.head, ui.mode, ui.query, ui.temperature, ui.top_k, ui.top_p,
-                ui.seed, ui.max_new, ui.source, ui.beam, ui.snapshot, ui.projector, ui.model]
+                ui.seed, ui.max_new, ui.source, ui.beam, ui.snapshot, ui.projector, ui.model, ui.feature,
+                ui.steer_feature, ui.steer_alpha]
     ui.make_link = lambda *values: links.build(dict(zip(state, values)))
     ui.link_button.click(ui.make_link, controls, ui.link, api_name="link").then(
         lambda: gr.Textbox(visible=True), None, ui.link, api_visibility="private").then(

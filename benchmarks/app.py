@@ -6,8 +6,9 @@
   tab (trace + grid + large head + labels + ablation bars), median over fresh prompts
 - attention_payload_bytes: JSON size of that tab update (what the browser receives)
 - longest_context_ms: the same for a prompt that fills the whole context
+- features_tab_ms: the same for the Features tab (the prompt's features, a dashboard, four figures)
 - cold_start_s: `python app.py` until the page answers; rss_mb: its resident memory after serving
-Targets (2-core CPU): ≤ 150 ms, ≤ 1.5 MB, ≤ 15 s, ≤ 1.5 GB.
+Targets (2-core CPU): ≤ 150 ms, ≤ 1.5 MB, features ≤ 1 s, ≤ 15 s, ≤ 1.5 GB.
 """
 import argparse
 import json
@@ -84,10 +85,13 @@ def main(argv=None):
     ms, payload = time_tab(render, [prompt_of(127, s) for s in range(n)], 1, 2, "probs", [], False)
     long_ms, long_payload = time_tab(render, [prompt_of(context * 2, s) for s in range(max(2, n // 3))],
                                      1, 2, "probs", [], False)
+    features_ms, features_payload = time_tab(lambda prompt: views.features_view(explorer, prompt, -1, "", False),
+                                             [prompt_of(127, 100 + s) for s in range(n)])
     cold, rss = cold_start()
     print(json.dumps({"prompt_tokens": 128, "attention_tab_ms": round(ms, 1), "attention_payload_bytes": payload,
                       "longest_context_tokens": context, "longest_context_ms": round(long_ms, 1),
-                      "longest_context_payload_bytes": long_payload, "cold_start_s": round(cold, 2),
+                      "longest_context_payload_bytes": long_payload, "features_tab_ms": round(features_ms, 1),
+                      "features_payload_bytes": features_payload, "cold_start_s": round(cold, 2),
                       "rss_mb_after_start": round(rss, 1), "quick": args.quick}))
 
 

@@ -163,8 +163,8 @@ def endpoints(n_layer: int, n_head: int, tr_layers: int, tr_heads: int, position
 
 def export_args(prompt=PROMPT) -> tuple:
     """/export takes every control (the tab is server-side state: the API exports the default tab)."""
-    return (prompt, False, "gpt", "cosine", 0, 0, "probs", [], -1, "dream", "block0.ln1", -1, -1, "", 0.8, 50, 0.95, SOURCE, 2,
-            "cross", "average", "average", ["baseline"], "tokens", -1, "step")
+    return (prompt, False, "gpt", "cosine", 0, 0, "probs", [], -1, "dream", "block0.ln1", -1, -1, "", -1, "", 0.8, 50,
+            0.95, SOURCE, 2, "cross", "average", "average", ["baseline"], "tokens", -1, "step")
 
 
 def answers_everything(a: App, n_layer: int, n_head: int, tr_layers: int, tr_heads: int) -> dict:
@@ -306,6 +306,14 @@ def test_empty_prompt_gets_a_message_and_the_app_lives_on(shipped, prompt):
         with pytest.raises(AppError, match="empty: type a few words"):
             shipped.call(*args, api=api)
     shipped.still_answers()
+
+
+def test_the_features_endpoint_and_steered_generation(shipped):
+    note, prompt_map, about, contexts, histogram, logits, listing = check_shape(
+        shipped.call(PROMPT, -1, "lord", False, api="/features"), "TPTPPPT", "/features")
+    assert about.startswith("### Feature #") and "lord" in listing
+    steered = shipped.stream(PROMPT, 0.8, 50, 0.95, 8, 0, False, 3, 10.0)
+    assert "Steered: feature #3" in steered[-1][0]
 
 
 def test_on_the_page_a_mistake_replaces_the_figures_it_concerns(shipped):

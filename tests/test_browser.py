@@ -27,6 +27,7 @@ TABS = [("Tokens", "tokens", "tokens-plot", "tokens"),
         ("Layer norm", "layernorm", "ln-heat-plot", "LayerNorm"),
         ("Residual stream", "residual", "res-norm-plot", "Residual stream"),
         ("Why this token?", "why", "why-components-plot", "Which parts push"),
+        ("Features", "features", "features-prompt-plot", "features most active"),
         ("Sample", "sample", "bars-plot", "Next token"),
         ("Translate", "translate", "cross-plot", "attention"),
         ("Experiments", "experiments", "exp-curves-plot", None),          # any title

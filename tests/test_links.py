@@ -24,7 +24,7 @@ from toyviz.explorer import Explorer
 ROOT = Path(__file__).resolve().parent.parent
 CHANGED = dict(prompt="ROMEO: 🤖 café & co?=#frag /path%20x+y ‮rtl", layer=3, head=2, mode="scores", query=5,
                temperature=1.25, top_k=7, top_p=0.5, seed=42, max_new=12, text="The Lord is my shepherd; & = ?",
-               beam=3, snapshot=1, projector=True, model="decoder")
+               beam=3, snapshot=1, projector=True, model="decoder", feature=1586, steer_feature=1586, steer_alpha=7.5)
 
 def query_of(link: str) -> dict:
     assert link.startswith("?"), link
@@ -210,7 +210,8 @@ def control_accepts(component, value) -> str:
 @pytest.mark.parametrize("tab", controls.TABS)
 def test_the_app_restores_what_its_copy_link_button_wrote(link_ends, tab):
     make_link, restore_fn, _ = link_ends
-    values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True, "encoder"]
+    values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True, "encoder",
+              1586, 1586, 7.5]
     link = make_link(*values)
     out = restore(restore_fn, query_of(link))
     assert out[0].selected == tab                                     # the gr.Tabs update

@@ -23,7 +23,7 @@ import toyviz
 from toyviz import explain, figures
 from toyviz.checkpoint import CHECKPOINTS
 from toyviz.figures import attention, experiments, layernorm, mask, message, model as model_figs, positional
-from toyviz.figures import explain as explain_figs, residual, sampling, tokens, translation
+from toyviz.figures import explain as explain_figs, features as feature_figs, residual, sampling, tokens, translation
 from toyviz.heads import label_heads
 from toyviz.size import count_parameters
 
@@ -79,6 +79,8 @@ def builders():
     pair = explain.PAIRS[1]
     patched = explain.patching(gpt, pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer)
     source_saliency = explain.source_saliency(translator, out)
+    dictionary = toyviz.load_features(gpt)
+    on_prompt, dashboard = dictionary.encode(PROMPT), dictionary.dashboard(dictionary.by_frequency()[0])
 
     def tab(pj):
         found = {
@@ -115,6 +117,11 @@ def builders():
             "why_lens": lambda: explain_figs.lens_figure(answer, projector=pj),
             "why_patching": lambda: explain_figs.patching_figures(patched, gpt.tokenizer.piece, projector=pj)[0],
             "why_patching_heads": lambda: explain_figs.patching_figures(patched, gpt.tokenizer.piece, projector=pj)[1],
+            # Features
+            "prompt_features": lambda: feature_figs.prompt_features(on_prompt, projector=pj),
+            "feature_contexts": lambda: feature_figs.top_contexts(dashboard, projector=pj),
+            "feature_histogram": lambda: feature_figs.activation_histogram(dashboard, projector=pj),
+            "feature_logits": lambda: feature_figs.logit_effects(dashboard, projector=pj),
             # Sampling, Translation
             "next_token_bars": lambda: sampling.next_token_bars(tr.logits[-1], piece, temperature=0.8, top_k=20,
                                                                 top_p=0.9, projector=pj),

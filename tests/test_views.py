@@ -39,6 +39,7 @@ PLAIN = {
     "layernorm": (views.layernorm_view, (PROMPT, "block1.ln2", 3, False), "TPPPP"),
     "residual": (views.residual_view, (PROMPT, -1, False), "TPPPP"),
     "why": (views.why_view, (PROMPT, "", False), "TTPPPT"),
+    "features": (views.features_view, (PROMPT, -1, "lord", False), "TPTPPPT"),
     "patching": (views.patching_view, ("The Duke of York is dead, and the Duke of",
                                        "The Duke of Suffolk is dead, and the Duke of", "York", "Suffolk", False), "TPP"),
     "next_token": (views.next_token_view, (PROMPT, 0.8, 50, 0.95, False), "TP"),
@@ -232,3 +233,27 @@ def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
     finally:
         shipped.searches = 0
     assert views.translate_view(shipped, "And God saw the light, that it was good.", 4)[0] == ""
+
+
+def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(shipped):
+    features = shipped.features()
+    found, _ = shipped.prompt_features(PROMPT)
+    note, prompt_map, about, contexts, histogram, logits, listing = views.features_view(shipped, PROMPT, -1, "")
+    strongest = found.strongest(1)[0]
+    assert f"Feature #{strongest}:" in about and f"#{strongest}" in title(contexts)
+    assert "The most frequent features" in listing and f"#{features.by_frequency()[0]}**" in listing
+    hits = features.search("lord")
+    assert hits and f"**#{hits[0]}**" in views.features_view(shipped, PROMPT, 5, "lord")[-1]
+    assert "Feature #5:" in views.features_view(shipped, PROMPT, 5, "")[2]
+    last = len(features) - 1
+    assert f"Feature #{last}:" in views.features_view(shipped, PROMPT, 10**6, "")[2]       # clamped, as a slider
+
+
+def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_text(shipped, monkeypatch):
+    monkeypatch.setattr(views, "TOKENS_PER_S", 10**6)
+    run = lambda feature, alpha: list(views.generate_view(shipped, "ROMEO:", 0.8, 50, 0.95, 24, 3, False,
+                                                          feature, alpha))[-1]
+    plain, off = run(-1, 0.0), run(7, 0.0)
+    assert off[1] == plain[1] and "Steered" not in off[0]
+    steered = run(shipped.features().search("lord")[0], 15.0)
+    assert steered[1] != plain[1] and "Steered: feature #" in steered[0]

@@ -12,8 +12,8 @@ MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the co
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
 MAX_BEAM = 8
 MODELS = ("gpt", "encoder", "decoder")      # what the model picker offers: the GPT or one translator stack
-TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "why", "sample", "translate", "model",
-        "experiments")
+TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "why", "features", "sample",
+        "translate", "model", "experiments")
 DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
 DEFAULT_SOURCE = "In the beginning God created the heavens and the earth."
 
@@ -21,12 +21,14 @@ DEFAULTS = {
     "tab": "attention", "prompt": DEFAULT_PROMPT, "layer": 0, "head": 0, "mode": "probs", "query": -1,
     "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 0, "max_new": 80,
     "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False, "model": "gpt",
+    "feature": -1, "steer_feature": -1, "steer_alpha": 0.0,
 }
 CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
 # None = up to the loaded model (its layers, heads, context, snapshots): the caller passes that bound
 RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
           "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
-          "query": (-1, None), "snapshot": (-1, None)}
+          "query": (-1, None), "snapshot": (-1, None), "feature": (-1, None), "steer_feature": (-1, None),
+          "steer_alpha": (-40.0, 40.0)}
 
 
 def clamp(value, low, high, kind=float, name="value"):

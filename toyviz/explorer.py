@@ -73,6 +73,8 @@ class Explorer:
         self.searches, self.searches_lock = 0, threading.Lock()     # translations being searched now
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
         self.explanations = LRU(8)           # "why this token?" answers: the costliest tab, redrawn on tab switches
+        self.dictionaries = LRU(1)           # the GPT's sparse-autoencoder features, loaded on first use
+        self.feature_maps = LRU(cache_size)  # a prompt's features
 
     @classmethod
     def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
@@ -323,4 +325,38 @@ class Explorer:
         corrupted, note2 = clean_prompt(corrupted)
         answers = [None if not a else self.token_choice(a) for a in (clean_answer, corrupted_answer)]
         return explain.patching(gpt, clean, corrupted, *answers), note + note2
+
+    # ---- sparse-autoencoder features ----
+    def features(self):
+        """The GPT's feature dictionary (its checkpoint's features/ folder), loaded once; a PromptError that
+        says how to train one when there is none."""
+        from .checkpoint import CheckpointError
+        from .dictionary import load_features
+        gpt = self.need_gpt()
+
+        def load():
+            try:
+                return load_features(gpt), ""
+            except CheckpointError as err:
+                return None, str(err)
+        found, reason = self.dictionaries.get(id(gpt), load)
+        if found is None:
+            raise PromptError(reason)
+        return found
+
+    def prompt_features(self, prompt):
+        """(every feature's activation at every token of the prompt, note), cached per prompt."""
+        features = self.features()
+        text, note = clean_prompt(prompt)
+        return self.feature_maps.get(text, lambda: features.encode(text)), note
+
+    def steering(self, feature, alpha) -> tuple[dict | None, str]:
+        """The generation's `steer` for a feature number and strength (feature -1 or alpha 0: none), and a note."""
+        alpha = setting("steer_alpha", alpha)
+        if setting("steer_feature", feature, upper=2**31 - 1) < 0 or alpha == 0:
+            return None, ""                        # no dictionary needed to generate without one
+        features = self.features()
+        feature = setting("steer_feature", feature, upper=len(features) - 1)
+        return features.steer(feature, alpha), (f"Steered: feature #{feature} ({features.labels[feature]}) added "
+                                                f"× {alpha:g} at {features.site.name}, at every position. ")
 

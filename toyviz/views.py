@@ -23,6 +23,7 @@ from .explorer import Explorer, clean_prompt
 from .figures import attention as attention_figs
 from .figures import experiments as experiment_figs
 from .figures import explain as explain_figs
+from .figures import features as feature_figs
 from .figures import layernorm as layernorm_figs
 from .figures import mask as mask_figs
 from .figures import message, standalone_html, visible
@@ -83,6 +84,11 @@ EXPLAIN = {
            "the text makes plausible, not that the model recalled it. *Activation patching* (below) shows where the "
            "information that tells two prompts apart lives, and nothing about what they share. Attention weights are "
            "none of these: attention is not explanation.",
+    "features": "**Features, not neurons.** A sparse autoencoder, trained by this project on this GPT's activations, "
+                "rewrites each token's vector at one layer as a sum of a few directions from a dictionary of thousands; "
+                "many of those features fire on one recognisable thing. Each label below is built from numbers (the "
+                "token or kind of token its strongest contexts share), not written by anyone, and some features "
+                "mean nothing we can name. Steer the Sample tab with one: its direction is added at every position.",
     "experiments": "Small GPTs that differ from a baseline in exactly one thing — positions, feed-forward, norm "
                    "placement, the causal mask — trained on the same data, seed and budget. The sentences below are "
                    "what this run measured, including where it contradicts the course material.",
@@ -109,6 +115,10 @@ EXAMPLES = {
     "why": [("a title and a name", "I thank you, my good"),
             ("a repeated phrase", "the king, the queen, the king, the queen, the king, the"),
             ("a famous line", DEFAULT_PROMPT)],
+    "features": [("a famous line", DEFAULT_PROMPT),
+                 ("a speaker and a stage direction", "ROMEO.\nBut soft, what light through yonder window breaks?\n\n"
+                                                    "Enter JULIET above."),
+                 ("thou and thee", "O thou, whose eye doth see thee as thou art, what thinkest thou of me?")],
     "residual": [("an easy next token", "To be, or not to"),
                  ("a speaker's name comes next", "ROMEO: I dreamt a dream to-night.\nMERCUTIO: And so did I.\n"),
                  ("a famous line", DEFAULT_PROMPT)],
@@ -297,6 +307,48 @@ def patching_view(explorer: Explorer, clean, corrupted, clean_answer="", corrupt
     return (note,) + explain_figs.patching_figures(result, explorer.gpt.tokenizer.piece, projector=projector)
 
 
+# ---------------------------------------------------------------- features -----------------
+
+LISTED_FEATURES = 12          # features named in the tab's list (the prompt's, a search's, the most frequent)
+
+
+def feature_line(features, f: int) -> str:
+    return f"**#{f}** {features.labels[f]} ({features.data.frequency[f]:.2%} of tokens)"
+
+
+def feature_list(features, found: list[int], search: str) -> str:
+    """The tab's list: the search's hits, or the most frequent features, each with its number."""
+    if search.strip():
+        head = (f"Features matching **{search.strip()}**:" if found else
+                f"No feature matches **{search.strip()}** (its strongest tokens, the tokens it promotes, its label).")
+    else:
+        head, found = "The most frequent features:", features.by_frequency()
+    return head + "\n\n" + "\n".join(f"- {feature_line(features, f)}" for f in found[:LISTED_FEATURES])
+
+
+def features_view(explorer: Explorer, prompt, feature=-1, search="", projector=False):
+    """The prompt's features, one feature's dashboard (-1: the prompt's strongest), and a list to pick from."""
+    features = explorer.features()
+    found, note = explorer.prompt_features(prompt)
+    feature = setting("feature", feature, upper=len(features) - 1)
+    strongest = found.strongest(LISTED_FEATURES)
+    if feature < 0:
+        feature = strongest[0] if strongest else features.by_frequency()[0]
+    dashboard = features.dashboard(feature)
+    m = features.metrics
+    about = (f"### Feature #{feature}: {dashboard.label}\nActive on {dashboard.frequency:.2%} of held-out tokens, "
+             f"strongest activation {dashboard.max_activation:.2f}. On this prompt: "
+             + (", ".join(f"#{f} {features.labels[f]}" for f in strongest[:5]) or "no feature fires") + ".\n\n"
+             f"The dictionary: {len(features):,} features at `{m['site']}`, {m['k']} active per token; it explains "
+             f"{m['fve']:.0%} of the activations' variance and recovers {m['ce_recovered']:.0%} of the loss when "
+             f"spliced in; {m['dead']:.1%} of its features never fire.")
+    return (note, feature_figs.prompt_features(found, projector=projector), about,
+            feature_figs.top_contexts(dashboard, projector=projector),
+            feature_figs.activation_histogram(dashboard, projector=projector),
+            feature_figs.logit_effects(dashboard, projector=projector),
+            feature_list(features, features.search(str(search or "")), str(search or "")))
+
+
 # ---------------------------------------------------------------- sampling -----------------
 
 def sampling_settings(temperature, top_k, top_p) -> tuple[float, int, float]:
@@ -327,16 +379,18 @@ def probability_html(pieces: list[tuple[str, float]]) -> str:
 
 
 def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, max_new=80, seed=0,
-                  projector=False) -> Iterator[tuple]:
+                  projector=False, steer_feature=-1, steer_alpha=0.0) -> Iterator[tuple]:
     """Live sampling: yields (note, text HTML, next-token bars, generated-tokens figure) as tokens arrive,
     None meaning "unchanged": the text at most every TEXT_EVERY_S and at most TOKENS_PER_S, the figures
-    with the last token."""
+    with the last token. A feature and a strength steer it (the feature's direction added at its layer)."""
     gpt = explorer.need_gpt()
     text, note = clean_prompt(prompt)
     t, k, p = sampling_settings(temperature, top_k, top_p)
     max_new, seed = setting("max_new", max_new), setting("seed", seed)
+    steer, steered = explorer.steering(steer_feature, steer_alpha)
+    note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
-    for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed):
+    for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer):
         pieces.append((step.text, step.prob))
         tokens.append((step.piece, step.prob))
         time.sleep(max(0.0, start + len(pieces) / TOKENS_PER_S - time.perf_counter()))      # ahead of the pace

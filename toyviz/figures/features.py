@@ -14,6 +14,7 @@ from ..dictionary import Dashboard, PromptFeatures
 
 UP, DOWN = "#2166ac", "#b2182b"           # promoted and suppressed, as the residual tab's attributions
 LABEL_CHARS = 40                          # feature labels on an axis are cut to this many characters
+CELL_CHARS = {False: 6, True: 3}          # a context cell's text (laptop, projector); hover has the whole piece
 
 
 def feature_name(feature: int, label: str) -> str:
@@ -55,12 +56,14 @@ def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
         start = before - c.peak
         z[r, start: start + len(c.tokens)] = c.acts
         text[r, start: start + len(c.tokens)] = [visible(t) for t in c.tokens]
+    limit = CELL_CHARS[projector]
+    shown = [[t if len(t) <= limit else t[: limit - 1] + "…" for t in row] for row in text.tolist()]
     fig = go.Figure(heatmap(z, x=[str(i - before) for i in range(before + after)],
                             y=[f"{r + 1}: {c.acts[c.peak]:.2f}" for r, c in enumerate(dashboard.contexts)],
                             colorscale="Oranges", zmin=0,
-                            zmax=dashboard.max_activation or None, text=text.tolist(), texttemplate="%{text}",
-                            hover="%{text}: %{z:.2f}", colorbar_title="activation"))
-    fig.update_traces(xgap=2, ygap=2)
+                            zmax=dashboard.max_activation or None, text=shown, texttemplate="%{text}",
+                            hover="%{customdata}: %{z:.2f}", colorbar_title="activation"))
+    fig.update_traces(xgap=2, ygap=2, customdata=text.tolist())     # plotly's cell text reads only `text`
     fig.update_layout(xaxis_title="tokens from the one it was chosen for", yaxis_title="context: its activation",
                       yaxis_autorange="reversed")
     return style(fig, f"Feature {feature_name(dashboard.feature, dashboard.label)}: where it fires hardest "
