@@ -21,7 +21,8 @@ import gradio as gr
 
 import toyviz
 from toyviz import explain, links, views
-from toyviz.components import clamp_in_page, friendly, in_place, plot, show_clamped, slider
+from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, plot,
+                               show_clamped, slider)
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
@@ -29,12 +30,7 @@ from toyviz.size import PRESETS
 from toyviz.variants import VARIANTS
 
 CSS = (Path(toyviz.__file__).parent / "page.css").read_text(encoding="utf-8")
-TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
-# a paragraph's number scrolls to its panel in place: a plain "#id" link resolves against the page's
-# <base href> and would reload the app without its query (tab, prompt)
-SCROLL_TO_PANEL = ("element.addEventListener('click', (event) => { const a = event.target.closest('a[href^=\"#\"]');"
-                   " if (!a) return; event.preventDefault(); const panel = document.getElementById(a.hash.slice(1));"
-                   " if (panel) panel.scrollIntoView({behavior: 'smooth', block: 'start'}); });")
+
 
 
 # ---------------------------------------------------------------- layout -------------------

@@ -20,6 +20,13 @@ from .controls import DEFAULTS, RANGES
 from .figures import config_for, message
 
 USER_ERRORS = (PromptError, ValueError, IndexError)
+# the page script the app wires in
+TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
+# a paragraph's number scrolls to its panel in place: a plain "#id" link resolves against the page's
+# <base href> and would reload the app without its query (tab, prompt)
+SCROLL_TO_PANEL = ("element.addEventListener('click', (event) => { const a = event.target.closest('a[href^=\"#\"]');"
+                   " if (!a) return; event.preventDefault(); const panel = document.getElementById(a.hash.slice(1));"
+                   " if (panel) panel.scrollIntoView({behavior: 'smooth', block: 'start'}); });")
 log = logging.getLogger("toyviz")
 
 

@@ -72,8 +72,8 @@ class Explorer:
         self.histories = LRU(2)              # history.json of the GPT, parsed once
         self.searches, self.searches_lock = 0, threading.Lock()     # translations being searched now
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
+        self.source_gradients = LRU(cache_size)   # per translation: the Translate tab redraws it per layer/head
         self.explanations = LRU(8)           # "why this token?" answers: the costliest tab, redrawn on tab switches
-        self.dictionaries = LRU(1)           # the GPT's sparse-autoencoder features, loaded on first use
         self.feature_maps = LRU(cache_size)  # a prompt's features
 
     @classmethod
@@ -211,8 +211,11 @@ class Explorer:
 
     def source_saliency(self, translation, layer: int | None, head: int | None):
         """A translation's source saliency beside its cross-attention (toyviz.explain.translation)."""
-        from .explain.translation import source_saliency
-        return source_saliency(self.need_translator(), translation, layer, head)
+        from .explain.translation import source_gradients, source_saliency
+        translator = self.need_translator()
+        key = (tuple(translation.trace.src_ids), tuple(translation.trace.tgt_ids))
+        gradients = self.source_gradients.get(key, lambda: source_gradients(translator, translation))
+        return source_saliency(translator, translation, layer, head, gradients)
 
     # ---- training history and snapshots of the GPT, where its checkpoint folder has them ----
     def history(self) -> list[dict]:
@@ -328,21 +331,13 @@ class Explorer:
 
     # ---- sparse-autoencoder features ----
     def features(self):
-        """The GPT's feature dictionary (its checkpoint's features/ folder), loaded once; a PromptError that
-        says how to train one when there is none."""
+        """The GPT's feature dictionary (loaded once, by the GPT); a PromptError that says how to train one
+        when there is none."""
         from .checkpoint import CheckpointError
-        from .dictionary import load_features
-        gpt = self.need_gpt()
-
-        def load():
-            try:
-                return load_features(gpt), ""
-            except CheckpointError as err:
-                return None, str(err)
-        found, reason = self.dictionaries.get(id(gpt), load)
-        if found is None:
-            raise PromptError(reason)
-        return found
+        try:
+            return self.need_gpt().dictionary()
+        except CheckpointError as err:
+            raise PromptError(str(err)) from None
 
     def prompt_features(self, prompt):
         """(every feature's activation at every token of the prompt, note), cached per prompt."""

@@ -247,12 +247,10 @@ def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
     (only the default for a prompt the tab itself rejects: its message says why)."""
     top = [("the top prediction", "")]
     try:
-        logits = explorer.trace(prompt)[0].logits[-1].float()
+        logits = explorer.trace(prompt)[0].logits[-1]
     except PromptError:
         return top
-    probs, piece = logits.softmax(-1), explorer.gpt.tokenizer.piece
-    values, ids = probs.topk(min(explain.TOP_CHOICES, len(probs)))
-    return top + [(f"{visible(piece(int(i)))}  ({float(v):.1%})", piece(int(i))) for v, i in zip(values, ids)]
+    return top + [(f"{visible(piece)}  ({p:.1%})", piece) for _, piece, p in explain.top_next(explorer.gpt, logits)]
 
 
 def paragraph_html(segments) -> str:

@@ -36,10 +36,10 @@ from .attribution import KINDS, Components, ablated_logits, components, spearman
 from .forward import encode, heads_site, resid_pre, run
 from .input_saliency import Saliency, saliency
 from .ngrams import Ngram, NgramIndex, build_index, corpus_ids, example_text, occurrences, where_from
-from .report import PANELS, TOP_CHOICES, Why, paragraph, why
+from .report import PANELS, TOP_CHOICES, Why, paragraph, top_next, why
 from .translation import SourceSaliency, source_saliency
 
 __all__ = ["KINDS", "Components", "ablated_logits", "components", "spearman", "encode", "heads_site",
            "resid_pre", "run", "Ngram", "NgramIndex", "build_index", "corpus_ids", "example_text", "occurrences",
            "where_from", "PAIRS", "Pair", "Patching", "patch_run", "patching", "Saliency", "saliency", "Why",
-           "paragraph", "why", "PANELS", "TOP_CHOICES", "SourceSaliency", "source_saliency"]
+           "paragraph", "why", "PANELS", "TOP_CHOICES", "top_next", "SourceSaliency", "source_saliency"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from ..api import GPT, PromptError
-from .forward import capture, embed, encode, final_logits, heads_site, pick_token, resid_pre, run, stream
+from .forward import capture, encode, final_logits, heads_site, pick_token, resid_pre, run, stream
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def patching(gpt: GPT, clean: str, corrupted: str, clean_answer=None, corrupted_
     m_clean, m_corr = float(metric(clean_cache["final"])), float(metric(corr_cache["final"]))
     if abs(m_clean - m_corr) < 1e-6:
         raise PromptError("the metric is the same on both prompts: nothing to patch")
-    T, rope = len(a), embed(model, torch.tensor([a], device=gpt.device))[1]
+    T, rope = len(a), model.embed(torch.tensor([a], device=gpt.device))[2]
     eye = torch.eye(T, dtype=torch.bool, device=gpt.device)[:, :, None]      # (T, T, 1) row r patches position r
     resid = []
     with torch.no_grad():

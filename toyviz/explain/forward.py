@@ -33,17 +33,12 @@ def heads_site(layer: int) -> str:
 
 def inputs(model, idx: torch.Tensor):
     """idx (B, T) → token embeddings (B, T, C) as the model scales them, the positional vectors
-    (T, C) or None, and the RoPE angles (T, hs/2) or None."""
+    (T, C) or None, and the RoPE angles (T, hs/2) or None: ToyGPT.embed's parts before it adds them,
+    for saliency, which differentiates the token part alone."""
     positions = torch.arange(idx.shape[1], device=idx.device)
     tok = model.tok_emb(idx) * model.embed_scale
     rope = rope_angles(positions, model.config.d_head) if model.config.positional == "rope" else None
     return tok, model.positional(positions), rope
-
-
-def embed(model, idx: torch.Tensor):
-    """idx (B, T) → the stream entering block 0 (B, T, C) and the RoPE angles."""
-    tok, pos, rope = inputs(model, idx)
-    return model.drop(tok if pos is None else tok + pos), rope
 
 
 def _attention(attn, h: torch.Tensor, *, causal: bool, rope, edit: Edit | None) -> torch.Tensor:
@@ -99,7 +94,7 @@ def run(gpt: GPT, ids: list[int], edits: dict[str, Edit] | None = None) -> torch
     Without edits this is the model's own forward (same modules, same order)."""
     idx = torch.tensor([ids], device=gpt.device)
     with torch.no_grad():
-        x, rope = embed(gpt.model, idx)
+        x, _, rope = gpt.model.embed(idx)
         return final_logits(gpt.model, stream(gpt.model, x, rope=rope, edits=edits))[0]
 
 

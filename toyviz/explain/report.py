@@ -54,6 +54,13 @@ def lens_verdict(trace, model, position: int, token: int) -> tuple[list[str], li
     return names, [int(r) for r in rank], at[:, token].tolist()
 
 
+def top_next(gpt: GPT, logits: torch.Tensor, n: int = TOP_CHOICES) -> list[tuple[int, str, float]]:
+    """The n most likely next tokens after logits (V,): (id, piece, probability)."""
+    probs = logits.float().softmax(-1)
+    values, ids = probs.topk(min(n, len(probs)))
+    return [(int(i), gpt.tokenizer.piece(int(i)), float(v)) for v, i in zip(values, ids)]
+
+
 @torch.no_grad()
 def why(gpt: GPT, text: str, token=None, *, position: int = -1, index: NgramIndex | None = None,
         sources_reason: str = "no index of the training text was given", steps: int = 32,
@@ -67,10 +74,9 @@ def why(gpt: GPT, text: str, token=None, *, position: int = -1, index: NgramInde
     tok = pick_token(gpt, token, trace.logits[p])
     names, rank, lens_p = lens_verdict(trace, gpt.model, p, tok)
     probs = trace.logits[p].float().softmax(-1)
-    top = probs.topk(min(TOP_CHOICES, len(probs)))
     sources = where_from(index, ids[1: p + 1], tok) if index is not None else None
     return Why(trace.tokens, p, tok, gpt.tokenizer.piece(tok), float(probs[tok]),
-               [(int(i), gpt.tokenizer.piece(int(i)), float(v)) for v, i in zip(top.values, top.indices)],
+               top_next(gpt, trace.logits[p]),
                components(gpt, text, tok, position=p, top_k=top_k), saliency(gpt, text, tok, position=p, steps=steps),
                names, rank, lens_p, sources, "" if index is not None else sources_reason)
 

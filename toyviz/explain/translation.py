@@ -28,12 +28,10 @@ class SourceSaliency:
 
 
 @torch.inference_mode(False)
-def source_saliency(translator: Translator, translation: Translation, layer: int | None = None,
-                    head: int | None = None) -> SourceSaliency:
-    """Gradient × input of each output token's log-probability with respect to the source token
+def source_gradients(translator: Translator, translation: Translation) -> torch.Tensor:
+    """[T, S] gradient × input of each output token's log-probability with respect to the source token
     embeddings (scaled as the model scales them; the positional vectors stay fixed), in one batched
-    backward pass (row t of the batch differentiates output t only), compared with the cross-attention
-    of `layer`/`head` (None: the mean over layers / heads).
+    backward pass (row t of the batch differentiates output t only).
 
     Can claim: a first-order, local measure of how much each source token's identity moves that output
     token. Cannot claim: that a source token with a small score is unused (gradients saturate)."""
@@ -50,12 +48,20 @@ def source_saliency(translator: Translator, translation: Translation, layer: int
         logp = model.decode(tgt.expand(T, -1), memory, keep).log_softmax(-1)  # (T, T, V)
         rows = torch.arange(T, device=src.device)
         grads, = torch.autograd.grad(logp[rows, rows, targets].sum(), tokens)
-    saliency = (grads * tokens.detach()).sum(-1).float().cpu()              # (T, S)
+    return (grads * tokens.detach()).sum(-1).float().cpu()                   # (T, S)
+
+
+def source_saliency(translator: Translator, translation: Translation, layer: int | None = None,
+                    head: int | None = None, gradients: torch.Tensor | None = None) -> SourceSaliency:
+    """`source_gradients` (or the `gradients` already computed for this translation: they do not depend
+    on the layer and head) compared with the cross-attention of `layer`/`head` (None: the mean)."""
+    trace = translation.trace
+    saliency = source_gradients(translator, translation) if gradients is None else gradients
     cross = trace.cross_attention.float()
     cross = cross.mean(0) if layer is None else cross[layer]
     attention = (cross.mean(0) if head is None else cross[head]).cpu()       # (T, S)
     magnitude = saliency.abs()
-    rhos = [spearman(magnitude[t], attention[t]) for t in range(T)]
+    rhos = [spearman(magnitude[t], attention[t]) for t in range(len(magnitude))]
     rhos = [r for r in rhos if r == r]
     top = (magnitude.argmax(-1) == attention.argmax(-1)).float().mean()
     return SourceSaliency(trace.src_tokens, trace.output_tokens, saliency, attention,
