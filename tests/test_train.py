@@ -378,6 +378,17 @@ def test_probe_scores_are_recorded_every_k_steps_in_the_history():
     json.dumps(history)                                                     # history.json stays plain JSON
 
 
+def test_the_first_record_that_meets_snapshot_when_is_saved_as_a_snapshot_once():
+    model, loss_fn = tiny_run(Distributed("cpu"))
+    saved = []
+    scores = iter([0.1, 0.7, 0.9])                                          # probes at steps 4, 8, 12
+    train_loop(model, loss_fn, steps=13, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
+               tokens_per_step=BATCH * CONTEXT, on_save=lambda history, sub: saved.append(sub),
+               probe_fn=lambda: {"induction": [[next(scores, 0.9)]]}, probe_every=4,
+               snapshot_when=lambda record: "heads" in record and record["heads"]["induction"][0][0] >= 0.5)
+    assert saved == ["snapshots/step-000008"]                               # born at 8; not again at 12
+
+
 def test_repeated_spans_copy_a_span_later_in_the_window():
     ids = torch.arange(10_000, dtype=torch.int32) % 3000               # no accidental repeats within 256
     x, y = gpt_batch(ids, 4095, 64, 256, torch.Generator().manual_seed(0), repeat_share=0.5)

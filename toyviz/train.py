@@ -32,7 +32,7 @@ from .checkpoint import CHECKPOINTS, save_folder
 from .config import GPTConfig, TranslatorConfig
 from .data import cache_dir
 from .gpt import ToyGPT
-from .heads import make_probe_set, probe_scores
+from .heads import THRESHOLD, make_probe_set, probe_scores
 from .tokenizer import Tokenizer, train_tokenizer
 from .translator import ToyTranslator
 
@@ -216,7 +216,7 @@ def lr_at(step: int, total: int, peak: float, warmup: int, floor: float) -> floa
 def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: float, warmup: int,
                lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
                snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1,
-               probe_fn=None, probe_every: int = 0):
+               probe_fn=None, probe_every: int = 0, snapshot_when=None):
     """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch.
 
     With `minutes` and no `steps`, the step count is estimated from the time of steps 5–25 and the
@@ -224,7 +224,8 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     that slows down (another job on the machine) still ends on its budget, with the warm-up + cosine
     schedule ending at its last step. The first steps are left out of the timing because they run
     slower (allocation, DDP set-up). `probe_fn()` → a dict stored in the history every `probe_every`
-    steps (the GPT's head scores).
+    steps (the GPT's head scores). `snapshot_when(record)`: the first history record for which it
+    holds is saved as a snapshot too (the GPT: the step its first induction head is born).
     """
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -269,6 +270,8 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
             bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{step * tokens_per_step / elapsed:,.0f}")
             due = {f for f in snapshots_left if step >= f * total}
             snapshots_left -= due
+            if snapshot_when is not None and snapshot_when(record):
+                due, snapshot_when = {"event"}, None
             if due and on_save and step < total:
                 on_save(history, f"snapshots/step-{step:06d}")
             elif on_save and time.time() - last_save > save_every_min * 60:
@@ -385,8 +388,11 @@ def train_gpt(args, dist: Distributed):
 
     out = Path(args.out or CHECKPOINTS / "gpt")
     facts = {"text_source": source, "train_chars": len(train_text)}
+    def induction_born(record):
+        return "heads" in record and max(map(max, record["heads"]["induction"])) >= THRESHOLD
+
     run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
-               GPT_SNAPSHOTS, dist, probe_fn)
+               GPT_SNAPSHOTS, dist, probe_fn, induction_born)
     if run is not None:
         return _finish(args, GPT(run, tok, str(out)), "gpt", out, facts,
                        lambda gpt: evaluate.evaluate_gpt(gpt, val_text))
@@ -445,7 +451,8 @@ def train_translator(args, dist: Distributed):
                        lambda translator: evaluate.evaluate_translator(translator, test, beams=(1, 4)))
 
 
-def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist, probe_fn):
+def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist, probe_fn,
+         snapshot_when=None):
     start = time.time()
     facts.update({"out": loadable_name(out, kind),
                   "command": f"{dist.launcher} -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
@@ -460,7 +467,7 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
     history = train_loop(model, loss_fn, steps=args.steps, minutes=args.minutes, lr=args.lr, warmup=args.warmup,
                          lr_floor=args.lr_floor, dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every,
-                         probe_fn=probe_fn, probe_every=args.probe_every)
+                         probe_fn=probe_fn, probe_every=args.probe_every, snapshot_when=snapshot_when)
     if not dist.main:
         return None
     dist.take_all_cores()
