@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import stream
 from toyviz.checkpoint import CHECKPOINTS
 from toyviz.explorer import EXPERIMENTS, Explorer
 
-CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMIUM = stream.CHROMIUM
 SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
 WAIT = 30_000                     # ms for any one expectation; the first plotly render alone takes ~3 s
 # (tab label, tab id, elem_id of the tab's first figure, text its title shows)
@@ -61,9 +62,7 @@ def url():
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000,
-                              args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                                    "--disable-background-networking", "--disable-component-update"])
+        b = stream.launch(p)
         yield b
         b.close()
 
@@ -148,56 +147,26 @@ def test_temperature_slider_redraws_the_bars(url, page):
     assert not error_toasts(page)
 
 
-WATCH_STREAM = """() => {
-    // what a lecturer sees: each change of #generated (tokens shown, when), and main-thread stalls
-    // (the longest gap between two animation frames while the stream runs)
-    window.__updates = []; window.__longestFrameGap = 0;
-    const target = document.querySelector('#generated');
-    new MutationObserver(() => {
-        const n = target.querySelectorAll('.token-prob').length;
-        const last = window.__updates[window.__updates.length - 1];
-        if (!last || last[0] !== n) window.__updates.push([n, performance.now()]);
-    }).observe(target, {childList: true, subtree: true, characterData: true});
-    let previous = performance.now();
-    const frame = (now) => { window.__longestFrameGap = Math.max(window.__longestFrameGap, now - previous);
-                             previous = now; requestAnimationFrame(frame); };
-    requestAnimationFrame(frame);
-}"""
-
-
 def test_generation_streams_text_into_the_page(url, page):
     """64 tokens appear a few at a time without freezing the page (measured in the page itself)."""
     max_new = 64
-    open_app(page, url, f"?tab=sample&max_new={max_new}")
-    expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)
-    page.evaluate(WATCH_STREAM)
-    page.locator("#generate").click()
-    expect()(page.locator("#generated .token-prob")).to_have_count(max_new, timeout=60_000)
-    updates, stall = page.evaluate("[window.__updates, window.__longestFrameGap]")
-    seconds = (updates[-1][1] - updates[0][1]) / 1000
-    print(f"\nstreaming {max_new} tokens: {len(updates)} distinct updates in {seconds:.2f} s "
-          f"({len(updates) / max(seconds, 1e-3):.1f}/s), longest main-thread stall {stall:.0f} ms")
+    figures = stream.stream(page, url, max_new)
+    print(f"\nstreaming {max_new} tokens: {figures['updates']} distinct updates in {figures['seconds']:.2f} s "
+          f"({figures['updates_per_s']:.1f}/s), longest main-thread stall {figures['longest_stall_ms']} ms")
     assert page.locator("#generated").inner_text().strip(), "the generated text is empty"
-    assert len(updates) >= 20, f"only {len(updates)} visible updates: {[n for n, _ in updates]}"
-    assert stall <= 500, f"the page froze for {stall:.0f} ms while streaming"
+    assert figures["updates"] >= 20, f"only {figures['updates']} visible updates"
+    assert figures["longest_stall_ms"] <= 500, f"the page froze for {figures['longest_stall_ms']} ms while streaming"
     expect()(title(page, "generated-plot")).not_to_be_empty(timeout=WAIT)
     shot(page, "generated")
     assert not error_toasts(page)
 
 
 def test_stop_ends_a_generation_within_a_second(url, page):
-    open_app(page, url, "?tab=sample&max_new=256")
-    expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)
-    page.evaluate(WATCH_STREAM)
-    page.locator("#generate").click()
-    expect()(page.locator("#generated .token-prob").nth(9)).to_be_attached(timeout=60_000)
-    stopped = page.evaluate("() => { document.querySelector('#stop').click(); return performance.now(); }")
-    page.wait_for_timeout(3000)
-    updates = page.evaluate("window.__updates")
-    after = (updates[-1][1] - stopped) / 1000
-    print(f"\nstop: the last update came {after:.2f} s after Stop, at {updates[-1][0]} of 256 tokens")
+    figures = stream.stop(page, url)
+    print(f"\nstop: the last update came {figures['after_stop_s']:.2f} s after Stop, "
+          f"at {figures['tokens_shown']} of 256 tokens")
     # a page that lags behind the server keeps drawing a finished generation long after Stop
-    assert after <= 1.5, f"{updates[-1][0]} tokens, the last update {after:.2f} s after Stop"
+    assert figures["after_stop_s"] <= 1.5, figures
 
 
 def test_translation_shows_spanish_and_cross_attention(url, page):

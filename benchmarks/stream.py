@@ -1,0 +1,87 @@
+"""Live sampling as a lecturer sees it, measured inside a real page (Chromium driven by Playwright).
+
+Shared by the browser tests (which assert on these figures) and `python -m benchmarks.app` (which
+prints them): how many distinct text updates the page showed while 64 tokens streamed, how long
+the main thread froze at worst (the longest gap between two animation frames), and how long after
+Stop the page kept drawing. Needs Debian's chromium and the playwright package; never runs
+`playwright install`.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update"]
+WAIT_MS = 60_000                 # the first render of a cold page under load can take tens of seconds
+
+WATCH_STREAM = """() => {
+    // each change of #generated (tokens shown, when), and main-thread stalls: the longest gap
+    // between two animation frames while the stream runs
+    window.__updates = []; window.__longestFrameGap = 0;
+    const target = document.querySelector('#generated');
+    new MutationObserver(() => {
+        const n = target.querySelectorAll('.token-prob').length;
+        const last = window.__updates[window.__updates.length - 1];
+        if (!last || last[0] !== n) window.__updates.push([n, performance.now()]);
+    }).observe(target, {childList: true, subtree: true, characterData: true});
+    let previous = performance.now();
+    const frame = (now) => { window.__longestFrameGap = Math.max(window.__longestFrameGap, now - previous);
+                             previous = now; requestAnimationFrame(frame); };
+    requestAnimationFrame(frame);
+}"""
+
+
+def available() -> bool:
+    return importlib.util.find_spec("playwright") is not None and Path(CHROMIUM).exists()
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000, args=CHROMIUM_ARGS)
+
+
+def open_sample_tab(page, url: str, max_new: int):
+    """The Sample tab with `max_new` tokens to generate, its first bars drawn, the watcher installed."""
+    page.goto(f"{url.rstrip('/')}/?tab=sample&max_new={max_new}", wait_until="domcontentloaded", timeout=60_000)
+    page.locator("#bars-plot .gtitle").first.wait_for(timeout=WAIT_MS)
+    page.evaluate(WATCH_STREAM)
+
+
+def stream(page, url: str, max_new: int = 64) -> dict:
+    """Generate max_new tokens and report what the page showed: {updates, seconds, updates_per_s,
+    longest_stall_ms} (seconds from the first visible update to the last)."""
+    open_sample_tab(page, url, max_new)
+    page.locator("#generate").click()
+    page.locator("#generated .token-prob").nth(max_new - 1).wait_for(state="attached", timeout=60_000)
+    updates, stall = page.evaluate("[window.__updates, window.__longestFrameGap]")
+    seconds = (updates[-1][1] - updates[0][1]) / 1000
+    return {"updates": len(updates), "seconds": round(seconds, 2),
+            "updates_per_s": round(len(updates) / max(seconds, 1e-3), 1), "longest_stall_ms": round(stall)}
+
+
+def stop(page, url: str, max_new: int = 256, settle_ms: int = 3000) -> dict:
+    """Start a long generation, press Stop after 10 tokens: {after_stop_s: from Stop to the page's last
+    update (negative when the page had shown everything before Stop), tokens_shown: how many tokens
+    were out then}."""
+    open_sample_tab(page, url, max_new)
+    page.locator("#generate").click()
+    page.locator("#generated .token-prob").nth(9).wait_for(state="attached", timeout=60_000)
+    stopped = page.evaluate("() => { document.querySelector('#stop').click(); return performance.now(); }")
+    page.wait_for_timeout(settle_ms)
+    updates = page.evaluate("window.__updates")
+    return {"after_stop_s": round((updates[-1][1] - stopped) / 1000, 2), "tokens_shown": updates[-1][0]}
+
+
+def measure(url: str, max_new: int = 64) -> dict:
+    """Both measurements in a fresh headless Chromium at 1280×900."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            figures = stream(page, url, max_new)
+            figures.update(stop(page, url))
+            return figures
+        finally:
+            browser.close()
