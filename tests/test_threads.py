@@ -11,11 +11,15 @@ Here 8 threads start together (a barrier) from that cold state — toyviz's temp
 plotly_white not yet loaded — and build every tab's figures (the app's render_* calls, with the
 shipped GPT and translator, laptop and projector style), for several rounds: no errors, and every
 figure's JSON equal to a single-threaded build's.
+
+The same set of every figure checks that the house style, which stores its template and layout
+without plotly's validation (for speed), makes figures plotly's validation accepts unchanged.
 """
 import json
 import sys
 import threading
 
+import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
@@ -218,3 +222,11 @@ def test_every_tab_from_eight_threads(builders):
         failures += together([order[i::THREADS] for i in range(THREADS)], run)
     assert failures == [], f"{len(failures)} errors in {ROUNDS * len(names)} figures: {failures[:5]}"
     assert wrong == [], f"{len(wrong)} figures differ from the single-threaded build: {sorted(set(wrong))[:10]}"
+
+
+def test_every_figure_passes_plotly_validation_unchanged(builders):
+    """`figures.style` skips plotly's validation of the template and layout it sets: rebuilding each
+    figure with validation raises nothing and changes nothing."""
+    for name, build in builders.items():
+        fig = build()
+        assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json()), name
