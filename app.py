@@ -26,6 +26,7 @@ from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page,
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
+from toyviz.memory import settle_allocator
 from toyviz.size import PRESETS
 from toyviz.variants import VARIANTS
 
@@ -385,6 +386,7 @@ def main(argv=None):
     parser.add_argument("--translator", default=os.environ.get("TOYVIZ_TRANSLATOR", "translator"),
                         help="translator checkpoint folder or Hub repo")
     args = parser.parse_args(argv)
+    settle_allocator()                  # before the models and worker threads allocate: memory a class frees goes back
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")

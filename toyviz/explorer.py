@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from types import SimpleNamespace
 
 from .api import GPT, PromptError, Translator
 from .checkpoint import CHECKPOINTS
 from .controls import MAX_PROMPT_CHARS, MODELS, clamp, setting
+from .memory import LRU, MB
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
 BUSY_SEARCHES = 2       # searches running at once before a new beam search is greedy: a class must not queue behind them
@@ -36,30 +36,6 @@ def clean_prompt(text) -> tuple[str, str]:
     return text, note
 
 
-class LRU:
-    """A small thread-safe least-recently-used cache (the app serves several users at once)."""
-
-    def __init__(self, size: int):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
-
-    def peek(self, key):
-        """The cached value or None, computing nothing."""
-        with self.lock:
-            return self.items.get(key)
-
-    def get(self, key, make):
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key]
-        value = make()                                     # computed outside the lock
-        with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return value
-
-
 class Explorer:
     """The models the app shows, and one trace per (model, prompt, options), shared by every tab."""
 
@@ -67,14 +43,16 @@ class Explorer:
                  problems: dict[str, str] | None = None):
         self.gpt, self.translator = gpt, translator
         self.problems = problems or {}       # "gpt"/"translator" → why it could not be loaded
-        self.traces, self.translations = LRU(cache_size), LRU(cache_size)
+        # bounded in bytes too: a full-context trace holds ~25 MB, and a class must not grow the server
+        # by gigabytes (issue 17: RSS growth ≤ 150 MB); a re-trace costs ~25 ms
+        self.traces, self.translations = LRU(cache_size, 64 * MB), LRU(cache_size, 32 * MB)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
         self.histories = LRU(2)              # history.json of the GPT, parsed once
         self.searches, self.searches_lock = 0, threading.Lock()     # translations being searched now
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
-        self.source_gradients = LRU(cache_size)   # per translation: the Translate tab redraws it per layer/head
-        self.explanations = LRU(8)           # "why this token?" answers: the costliest tab, redrawn on tab switches
-        self.feature_maps = LRU(cache_size)  # a prompt's features
+        self.source_gradients = LRU(cache_size, 8 * MB)   # per translation: the Translate tab redraws it per layer/head
+        self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
+        self.feature_maps = LRU(cache_size, 16 * MB)  # a prompt's features
 
     @classmethod
     def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":

@@ -1,0 +1,93 @@
+"""What the server keeps between requests, bounded in bytes: a thread-safe LRU cache that weighs its
+values, and the memory allocator settings of a long-running server.
+
+A trace of one full-context prompt holds about 25 MB of tensors (every head's queries, keys, values,
+scores, writes, every layer's stream and the logits): a cache bounded by a count of entries lets a
+class that pastes long prompts grow the server by gigabytes. Bounded by bytes it cannot.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import sys
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+MB = 2 ** 20
+
+
+def nbytes(value, depth: int = 4) -> int:
+    """Bytes of the tensors and arrays in value, looking `depth` levels into dataclasses, objects,
+    dicts, lists and tuples (what traces, translations and answers are made of); other leaves count 0."""
+    if isinstance(value, torch.Tensor):
+        return value.nelement() * value.element_size()
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if depth == 0 or isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return 0
+    if isinstance(value, dict):
+        return sum(nbytes(v, depth - 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(nbytes(v, depth - 1) for v in value)
+    if dataclasses.is_dataclass(value) or hasattr(value, "__dict__"):
+        return sum(nbytes(v, depth - 1) for v in vars(value).values())
+    return 0
+
+
+class LRU:
+    """A thread-safe least-recently-used cache (the app serves several users at once) holding at most
+    `size` values and, with `budget`, at most that many bytes of them (the newest value is always
+    kept, even alone over budget)."""
+
+    def __init__(self, size: int, budget: int | None = None):
+        self.size, self.budget = size, budget
+        self.items, self.weights, self.lock = OrderedDict(), {}, threading.Lock()
+
+    def peek(self, key):
+        """The cached value or None, computing nothing."""
+        with self.lock:
+            return self.items.get(key)
+
+    def get(self, key, make):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = make()                                     # computed outside the lock
+        weight = nbytes(value) if self.budget is not None else 0
+        with self.lock:
+            self.items[key], self.weights[key] = value, weight
+            self.items.move_to_end(key)
+            while len(self.items) > 1 and (len(self.items) > self.size or self.bytes() > (self.budget or sys.maxsize)):
+                old, _ = self.items.popitem(last=False)
+                del self.weights[old]
+        return value
+
+    def bytes(self) -> int:
+        return sum(self.weights.values())
+
+
+# glibc's malloc settings (mallopt): a server answering from many threads at once otherwise keeps
+# one heap per thread (up to 8 per core) and, once it has freed a few large tensors, raises the size
+# from which it maps memory straight from the system, so later tensors land in heaps it never returns.
+M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+ARENAS = 2
+MMAP_FROM = 1 * MB
+
+
+def settle_allocator() -> bool:
+    """Fewer heaps, and every allocation from MMAP_FROM bytes mapped and handed back to the system when
+    freed, so memory follows the caches instead of only growing. True where applied (glibc), else a
+    no-op returning False."""
+    name = ctypes.util.find_library("c")
+    if not sys.platform.startswith("linux") or name is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_ARENA_MAX, ARENAS)) and bool(mallopt(M_MMAP_THRESHOLD, MMAP_FROM))
