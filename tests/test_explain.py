@@ -337,6 +337,16 @@ def test_the_answer_gathers_the_methods_and_its_paragraph_quotes_them(shipped):
     assert w.sources[-1].count == 3 and "3 times out of 3" in text         # the longest context it follows
 
 
+def test_a_source_of_one_token_is_worded_as_one(shipped):
+    prompt = "I thank you, my good"
+    ids = E.encode(shipped, prompt)
+    answer = int(E.run(shipped, ids)[-1].argmax())
+    w = E.why(shipped, prompt, index=E.build_index([ids[-1], answer] * 2))    # never after the longer context
+    text = "".join(t for t, _ in E.paragraph(w))
+    assert [g.n for g in w.sources if g.count] == [1]
+    assert "only the last token" in text and "the last 1" not in text
+
+
 def test_without_an_index_the_answer_says_why_there_are_no_counts(shipped):
     w = E.why(shipped, "I thank you, my good", " friend", sources_reason="no corpus here")
     assert w.sources is None and w.token == shipped.tokenizer.encode(" friend")[0]

@@ -170,5 +170,6 @@ def paragraph(w: Why) -> list[Segment]:
             say(f"{g.count:,}", "sources")
             say(f" time{'s' if g.count != 1 else ''} out of ")
             say(f"{g.context_count:,}", "sources")
-            say(f" (the longest context of the last {g.n} that it follows there).")
+            say(" (only the last token: no longer context is followed by it there)." if g.n == 1 else
+                f" (the last {g.n} tokens: the longest context it follows there).")
     return out
