@@ -1,6 +1,10 @@
+import pytest
 import torch
 
+from conftest import ENGLISH, SPANISH
+from toyviz.api import BOS, TRANSLATOR_SPECIALS
 from toyviz.config import TranslatorConfig
+from toyviz.tokenizer import train_tokenizer
 from toyviz.translator import ToyTranslator, length_penalty
 
 
@@ -124,3 +128,27 @@ def test_a_stack_view_is_what_the_model_computed_in_that_stack():
         enc.check_head(2, 0)
     with pytest.raises(ValueError, match="encoder"):
         tr.stack("cross")
+
+
+def test_a_shared_vocabulary_is_one_embedding_table_that_survives_a_save(tmp_path):
+    from toyviz.api import load
+    from toyviz.checkpoint import save_folder
+    torch.manual_seed(0)
+    tok = train_tokenizer([ENGLISH, SPANISH], 400, TRANSLATOR_SPECIALS, "tiny-en-es")
+    config = TranslatorConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, context=48,
+                              n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=16, d_ff=32, shared_vocab=True)
+    model = ToyTranslator(config).eval()
+    assert model.src_emb.weight is model.tgt_emb.weight is model.out.weight
+    separate = ToyTranslator(TranslatorConfig(**{**vars(config), "shared_vocab": False}))
+    assert sum(p.numel() for p in separate.parameters()) - sum(p.numel() for p in model.parameters()) == \
+        tok.vocab_size * 16                                            # one table fewer
+    save_folder(model, {"source": tok, "target": tok}, tmp_path / "shared", dtype=torch.float32)
+    loaded = load(str(tmp_path / "shared"))
+    assert loaded.model.src_emb.weight is loaded.model.tgt_emb.weight
+    src, tgt = torch.tensor([[5, 6, 7]]), torch.tensor([[tok.special(BOS), 8]])
+    assert torch.equal(loaded.model(src, tgt), model(src, tgt))
+
+
+def test_a_shared_vocabulary_needs_one_size():
+    with pytest.raises(ValueError, match="one size"):
+        TranslatorConfig(src_vocab_size=300, tgt_vocab_size=400, shared_vocab=True)

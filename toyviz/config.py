@@ -59,12 +59,18 @@ class TranslatorConfig:
     feed_forward: str = "relu"  # the paper's choice
     norm: str = "pre"           # "post" is the paper's placement; pre-norm trains more easily
     dropout: float = 0.1
+    # one BPE vocabulary for both languages and one embedding table for source, target and output (the
+    # paper's setup): a name spelled alike in both is then one token the model can copy across
+    shared_vocab: bool = False
 
     def __post_init__(self):
         _check(self.feed_forward, FEED_FORWARD_KINDS, "feed_forward")
         _check(self.norm, NORM_PLACEMENTS, "norm")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_head={self.n_head}")
+        if self.shared_vocab and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(f"a shared vocabulary has one size: src_vocab_size={self.src_vocab_size}, "
+                             f"tgt_vocab_size={self.tgt_vocab_size}")
 
     @property
     def d_head(self) -> int:

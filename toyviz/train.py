@@ -404,8 +404,12 @@ def train_translator(args, dist: Distributed):
     with dist.rank0_first():                            # one process fetches the corpus; the others read its cache
         train_pairs, test_pairs = bible.split(bible.load_pairs())
     with dist.rank0_first():
-        src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
-        tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+        if args.shared_vocab:                           # one BPE over both sides (see TranslatorConfig)
+            src_tok = tgt_tok = cached_tokenizer("bible-en-es", [p.en for p in train_pairs] +
+                                                 [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+        else:
+            src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+            tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
     eos_src, eos_tgt = src_tok.special("<|eos|>"), tgt_tok.special("<|eos|>")
     encoded = [(src_tok.encode(p.en) + [eos_src], tgt_tok.encode(p.es)) for p in train_pairs]
     encoded = [(s, t) for s, t in encoded if len(s) <= args.context and len(t) < args.context]
@@ -417,7 +421,8 @@ def train_translator(args, dist: Distributed):
     config = TranslatorConfig(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size,
                               context=args.context, n_encoder_layer=args.layers, n_decoder_layer=args.layers,
                               n_head=args.heads, d_model=args.d_model, d_ff=args.d_ff,
-                              feed_forward=args.feed_forward, norm=args.norm, dropout=args.dropout)
+                              feed_forward=args.feed_forward, norm=args.norm, dropout=args.dropout,
+                              shared_vocab=args.shared_vocab)
     model = ToyTranslator(config).to(args.device)
     src_pad, tgt_pad, bos = src_tok.special(PAD), tgt_tok.special(PAD), tgt_tok.special("<|bos|>")
 
@@ -507,6 +512,8 @@ def parse_args(argv):
                        help=f"default {DEFAULTS['gpt'][flag]} (gpt) / {DEFAULTS['translator'][flag]} (translator)")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-limit", type=int, help="translator: evaluate on the first N test pairs only")
+    p.add_argument("--shared-vocab", action="store_true",
+                   help="translator: one BPE vocabulary and embedding table for English and Spanish")
     p.add_argument("--text", action="append", help="gpt: train on this UTF-8 file or folder of .txt files")
     p.add_argument("--val-text", help="gpt: held-out text (default: the last 5%% of --text)")
     args = p.parse_args(argv)

@@ -37,8 +37,8 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
     def __init__(self, config: TranslatorConfig):
         super().__init__()
         self.config = c = config
-        self.src_emb = nn.Embedding(c.src_vocab_size, c.d_model)
         self.tgt_emb = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.src_emb = self.tgt_emb if c.shared_vocab else nn.Embedding(c.src_vocab_size, c.d_model)
         self.register_buffer("pe", sinusoidal_encoding(c.context, c.d_model), persistent=False)
         self.drop = nn.Dropout(c.dropout)
         block = lambda cross: Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, cross=cross,
@@ -52,7 +52,8 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
-        self.out.weight = self.tgt_emb.weight                            # tied, as in the paper
+        self.out.weight = self.tgt_emb.weight                            # tied, as in the paper (and the
+        # source embedding too with a shared vocabulary: the same module, one parameter)
 
     def _embed(self, table: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         end = offset + ids.shape[1]
