@@ -45,14 +45,14 @@ class Explorer:
         self.problems = problems or {}       # "gpt"/"translator" → why it could not be loaded
         # bounded in bytes too: a full-context trace holds ~25 MB, and a class must not grow the server
         # by gigabytes (issue 17: RSS growth ≤ 150 MB); a re-trace costs ~25 ms
-        self.traces, self.translations = LRU(cache_size, 64 * MB), LRU(cache_size, 32 * MB)
+        self.traces, self.translations = LRU(cache_size, 32 * MB), LRU(cache_size, 16 * MB)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
         self.histories = LRU(2)              # history.json of the GPT, parsed once
         self.searches, self.searches_lock = 0, threading.Lock()     # translations being searched now
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
         self.source_gradients = LRU(cache_size, 8 * MB)   # per translation: the Translate tab redraws it per layer/head
         self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
-        self.feature_maps = LRU(cache_size, 16 * MB)  # a prompt's features
+        self.feature_maps = LRU(cache_size, 8 * MB)  # a prompt's features
 
     @classmethod
     def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
