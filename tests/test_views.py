@@ -223,7 +223,7 @@ def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
     from toyviz.explorer import BUSY_SEARCHES
     cached = "The Lord is my shepherd."
     views.translate_view(shipped, cached, 4)
-    shipped.searches = BUSY_SEARCHES
+    shipped.searches.now = BUSY_SEARCHES
     try:
         note, text, *_ = views.translate_view(shipped, "And the earth was without form, and void.", 4)
         assert "greedy (beam 1) instead of beam 4" in note
@@ -231,8 +231,26 @@ def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
         note, *_ = views.translate_view(shipped, cached, 4)
         assert "greedy" not in note
     finally:
-        shipped.searches = 0
+        shipped.searches.now = 0
     assert views.translate_view(shipped, "And God saw the light, that it was good.", 4)[0] == ""
+
+
+def test_generation_paces_itself_alone_and_not_when_a_class_is_streaming(shipped, monkeypatch):
+    from toyviz.explorer import BUSY_GENERATIONS
+    slept = []
+    monkeypatch.setattr(views.time, "sleep", slept.append)
+    monkeypatch.setattr(views, "TOKENS_PER_S", 0.01)        # a pace no machine falls behind: it must sleep
+    tokens = lambda updates: updates[-1][1].count('class="token-prob"')
+    assert tokens(list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
+    assert slept and max(slept) > 0                                     # alone: a reading pace
+    slept.clear()
+    shipped.generations.now = BUSY_GENERATIONS                          # others streaming too
+    try:
+        assert tokens(list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
+    finally:
+        shipped.generations.now = 0
+    assert slept == []
+    assert shipped.generations.now == 0 and shipped.searches.now == 0   # every job counted out again
 
 
 def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(shipped):

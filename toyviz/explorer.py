@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +20,9 @@ from .memory import LRU, MB
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
 BUSY_SEARCHES = 2       # searches running at once before a new beam search is greedy: a class must not queue behind them
+# generations streaming at once beyond which they stop pacing themselves to a reading speed: a paced stream
+# holds its worker while it sleeps, and a class must not queue for a first token behind sleeping streams
+BUSY_GENERATIONS = 2
 
 
 def clean_prompt(text) -> tuple[str, str]:
@@ -36,6 +40,25 @@ def clean_prompt(text) -> tuple[str, str]:
     return text, note
 
 
+class Running:
+    """How many jobs of one kind run now, counted by `with running() as before:` (`before`: how many
+    were running when this one started); thread-safe."""
+
+    def __init__(self):
+        self.now, self.lock = 0, threading.Lock()
+
+    @contextmanager
+    def __call__(self):
+        with self.lock:
+            before = self.now
+            self.now += 1
+        try:
+            yield before
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
 class Explorer:
     """The models the app shows, and one trace per (model, prompt, options), shared by every tab."""
 
@@ -48,7 +71,7 @@ class Explorer:
         self.traces, self.translations = LRU(cache_size, 32 * MB), LRU(cache_size, 16 * MB)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
         self.histories = LRU(2)              # history.json of the GPT, parsed once
-        self.searches, self.searches_lock = 0, threading.Lock()     # translations being searched now
+        self.searches, self.generations = Running(), Running()    # translations searched, generations streaming
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
         self.source_gradients = LRU(cache_size, 8 * MB)   # per translation: the Translate tab redraws it per layer/head
         self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
@@ -171,18 +194,12 @@ class Explorer:
         beam = setting("beam", beam)
         out = self.translations.peek((text, beam))
         if out is None:
-            with self.searches_lock:
-                greedy = beam > 1 and self.searches >= BUSY_SEARCHES
-                self.searches += 1
-            if greedy:
-                note += (f"Many translations are running: this one is greedy (beam 1) instead of beam {beam}; "
-                         "ask again in a moment for the beam search. ")
-                beam = 1
-            try:
+            with self.searches() as running:
+                if beam > 1 and running >= BUSY_SEARCHES:
+                    note += (f"Many translations are running: this one is greedy (beam 1) instead of beam {beam}; "
+                             "ask again in a moment for the beam search. ")
+                    beam = 1
                 out = self.translations.get((text, beam), lambda: translator.translate(text, beam=beam))
-            finally:
-                with self.searches_lock:
-                    self.searches -= 1
         if out.truncated:
             note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
         return out, note

@@ -19,7 +19,7 @@ from . import explain
 from .api import PromptError
 from .config import GPTConfig
 from .controls import DEFAULT_PROMPT, DEFAULT_SOURCE, clamp, setting
-from .explorer import Explorer, clean_prompt
+from .explorer import BUSY_GENERATIONS, Explorer, clean_prompt
 from .figures import attention as attention_figs
 from .figures import experiments as experiment_figs
 from .figures import explain as explain_figs
@@ -362,7 +362,8 @@ def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p
 
 
 # Live sampling shows the tokens at a reading pace, at most TOKENS_PER_S (a fast CPU flashes 64 tokens up
-# in under a second, which hides that the model writes one token at a time), sends the text at most
+# in under a second, which hides that the model writes one token at a time; not when more than
+# BUSY_GENERATIONS stream at once, where a queue waits for the workers the sleeping streams hold), sends the text at most
 # TEXT_EVERY_S apart (tokens that come faster go together) and the figures with the last token only:
 # a browser sent more updates than it can draw falls behind the server, so the page freezes and Stop
 # arrives after the generation is over (redrawing the bars plot costs the page 100-300 ms each time).
@@ -388,13 +389,15 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     steer, steered = explorer.steering(steer_feature, steer_alpha)
     note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
-    for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer):
-        pieces.append((step.text, step.prob))
-        tokens.append((step.piece, step.prob))
-        time.sleep(max(0.0, start + len(pieces) / TOKENS_PER_S - time.perf_counter()))      # ahead of the pace
-        if time.perf_counter() - sent >= TEXT_EVERY_S:
-            sent = time.perf_counter()
-            yield note, probability_html(pieces), None, None
+    with explorer.generations():
+        for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer):
+            pieces.append((step.text, step.prob))
+            tokens.append((step.piece, step.prob))
+            if explorer.generations.now <= BUSY_GENERATIONS:       # a class waiting: no time to sleep
+                time.sleep(max(0.0, start + len(pieces) / TOKENS_PER_S - time.perf_counter()))
+            if time.perf_counter() - sent >= TEXT_EVERY_S:
+                sent = time.perf_counter()
+                yield note, probability_html(pieces), None, None
     # at the end: all the text, the last step's next-token bars, the same tokens as a figure (hover, PNG)
     bars = sampling_figs.next_token_bars(step.logits, gpt.tokenizer.piece, temperature=t, top_k=k, top_p=p,
                                          projector=projector)
