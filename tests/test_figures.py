@@ -51,6 +51,11 @@ def title(fig) -> str:
 
 # --- shared style -------------------------------------------------------------------------------
 
+def cell_font(fig, heatmap_trace) -> float:
+    """The size of the text in a heatmap's cells: its own, or the house template's for heatmaps."""
+    return heatmap_trace.textfont.size or fig.layout.template.data.heatmap[0].textfont.size
+
+
 def test_projector_mode_enlarges_text_and_height(trace):
     small, large = (attention.attention_head(trace, 1, 2, projector=p) for p in (False, True))
     assert large.layout.template.layout.font.size >= 1.6 * small.layout.template.layout.font.size
@@ -60,7 +65,7 @@ def test_projector_mode_enlarges_text_and_height(trace):
     shown = lambda fig: fig.layout.annotations[0].font.size or fig.layout.template.layout.annotationdefaults.font.size
     assert shown(grid_large) >= 1.6 * shown(grid_small)                 # panel titles follow the template
     steps_small, steps_large = (attention.head_steps(trace, 0, 0, 2, projector=p) for p in (False, True))
-    assert steps_small.layout.annotations[0].font.size == 13              # make_subplots' own 16 px, rescaled
+    assert steps_small.layout.annotations[0].font.size is None            # not make_subplots' own 16 px
     assert shown(steps_large) >= 1.6 * shown(steps_small)
     assert PROJECTOR_SCALE >= 1.6
 
@@ -157,7 +162,7 @@ def test_attention_head_masks_the_future_grey(trace):
     future = np.triu(np.ones((T, T), dtype=bool), 1)
     assert np.isnan(values[future]).all() and np.isfinite(values[~future]).all()
     assert np.allclose(values[~future], trace.attention[1, 2].cpu().numpy()[~future], atol=1e-6)
-    assert fig.layout.plot_bgcolor and fig.data[0].hoverongaps is False
+    assert fig.layout.template.layout.plot_bgcolor == MASK_GREY and fig.data[0].hoverongaps is False
     assert fig.data[0].colorbar.title.text == "probability" and (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
     scores = attention.attention_head(trace, 1, 2, mode="scores")
     assert scores.data[0].colorbar.title.text.startswith("score") and scores.data[0].zmid == 0
@@ -286,10 +291,10 @@ def test_head_steps_one_colour_scale_per_quantity(trace):
     # masked keys: NaN in steps 7 and 8 (drawn grey), every key scored in steps 5 and 6
     assert np.isnan(z(fig, 6)[0, 6:]).all() and np.isnan(z(fig, 7)[0, 6:]).all()
     assert np.isfinite(z(fig, 6)[0, :6]).all() and np.isfinite(z(fig, 4)).all() and np.isfinite(z(fig, 5)).all()
-    assert fig.layout.plot_bgcolor == MASK_GREY
+    assert fig.layout.template.layout.plot_bgcolor == MASK_GREY
     # values in the cells (masked ones empty), CELL_FONT
     assert probs.texttemplate == "%{text}" and probs.text[0][0] == f"{s['probs'][0]:.2f}" and probs.text[0][6] == ""
-    assert all(t.texttemplate for t in (dot, scaled, masked)) and dot.textfont.size == CELL_FONT
+    assert all(t.texttemplate for t in (dot, scaled, masked)) and cell_font(fig, dot) == CELL_FONT
     assert float(masked.text[0][0]) == pytest.approx(s["masked"][0], abs=0.05 * np.nanmax(np.abs(z(fig, 6))))
 
 
@@ -388,9 +393,9 @@ def test_residual_figures(tiny_gpt, trace):
     lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert z(lens).shape == (trace.n_layer + 1, len(trace.tokens))
     cell = lens.data[0]                                # readable cells: a fixed font, at most 5 characters
-    assert cell.textfont.size == CELL_FONT and all(len(t) <= 5 for row in cell.text for t in row)
-    assert residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece,
-                               projector=True).data[0].textfont.size > CELL_FONT
+    assert cell_font(lens, cell) == CELL_FONT and all(len(t) <= 5 for row in cell.text for t in row)
+    projected = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=True)
+    assert cell_font(projected, projected.data[0]) > CELL_FONT
     dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert sum(dla.data[0].y) == pytest.approx(trace.logits[-1].max().item(), abs=1e-3)
     assert len(set(dla.data[0].x)) == len(dla.data[0].x)

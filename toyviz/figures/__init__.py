@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import torch
+from plotly.subplots import make_subplots
 
 BASE_FONT = 13                # px, laptop screen
 CELL_FONT = 12                # px, text inside heatmap cells (plotly's default shrinks it to fit: unreadable)
@@ -27,29 +28,31 @@ USED_TRACES = ("heatmap", "bar", "scatter", "histogram")
 UNUSED_LAYOUT = ("polar", "ternary", "scene", "geo")
 
 
-_TEMPLATES: dict[bool, go.layout.Template] = {}     # projector → the house template, built once
+_TEMPLATES: dict[tuple[bool, bool], go.layout.Template] = {}     # (projector, maps) → a house template
 _TEMPLATE_LOCK = threading.Lock()
 
 
-def _template(projector: bool) -> go.layout.Template:
-    """The house template (plotly_white with the house fonts) for laptop or projector; every axis and
-    annotation of a figure inherits from it (one template instead of updating each subplot's axes,
-    which is slow in plotly).
+def _template(projector: bool, maps: bool) -> go.layout.Template:
+    """The house template (plotly_white with the house fonts) for laptop or projector, and for charts
+    or maps; every axis and annotation of a figure inherits from it (one template instead of updating
+    each subplot's axes, which is slow in plotly).
 
     Shared by every figure and every Gradio worker thread, so it is built once, under a lock, and
     never changed afterwards; a figure only ever copies it (plotly's validator turns the Template it
     is given into the layout's own copy, reading nothing but the top-level dict)."""
-    template = _TEMPLATES.get(projector)
+    key = (projector, maps)
+    template = _TEMPLATES.get(key)
     if template is None:
         with _TEMPLATE_LOCK:
-            template = _TEMPLATES.get(projector)
+            template = _TEMPLATES.get(key)
             if template is None:
-                template = _TEMPLATES[projector] = _build_template(projector)
+                template = _TEMPLATES[key] = _build_template(projector, maps)
     return template
 
 
-def _build_template(projector: bool) -> go.layout.Template:
-    font = round(BASE_FONT * (PROJECTOR_SCALE if projector else 1.0))
+def _build_template(projector: bool, maps: bool) -> go.layout.Template:
+    scale = PROJECTOR_SCALE if projector else 1.0
+    font = round(BASE_FONT * scale)
     # plotly_white as plain dicts (a deep copy), never its graph objects: pio.templates is global, and a
     # plotly object creates its child objects lazily on first read, so threads reading the same one for
     # the first time each make their own children and then fail to find themselves among their parent's
@@ -58,42 +61,56 @@ def _build_template(projector: bool) -> go.layout.Template:
     # only the trace types and axes toyviz draws: each figure validates its template, and all of
     # plotly_white (24 trace types, 3-D, polar, geo …) made that 30 ms a figure
     layout = {k: v for k, v in white["layout"].items() if k not in UNUSED_LAYOUT}
-    template = go.layout.Template(layout=layout, data={kind: white["data"][kind] for kind in USED_TRACES})
+    data = {kind: white["data"][kind] for kind in USED_TRACES}
+    # text printed in heatmap cells: plotly's default shrinks it to fit, unreadably
+    data["heatmap"] = [dict(data["heatmap"][0], textfont=dict(size=round(CELL_FONT * scale)))]
+    template = go.layout.Template(layout=layout, data=data)
+    axis = dict(tickfont_size=font, title_font_size=font)
+    if maps:        # masked cells are NaN: the plot area shows the mask grey there, with no grid over it
+        template.layout.plot_bgcolor = MASK_GREY
+        axis.update(showgrid=False, zeroline=False)
     template.layout.update(
         font=dict(family=FONT_FAMILY, size=font), title_font_size=round(font * 1.25),
-        hoverlabel_font_size=font, legend_font_size=font,
-        xaxis=dict(tickfont_size=font, title_font_size=font), yaxis=dict(tickfont_size=font, title_font_size=font),
+        hoverlabel_font_size=font, legend_font_size=font, xaxis=axis, yaxis=axis,
         annotationdefaults=dict(font_size=font))
     return template
 
 
-def style(fig: go.Figure, title: str, *, filename: str, projector: bool = False, height: int = 420) -> go.Figure:
+def figure(data=None, layout: dict | None = None) -> go.Figure:
+    """A new plotly Figure for a builder to fill, with plotly's property checks off and no default
+    template. Plotly checks every property against its schema as it is set, and copies its large
+    default template into each new figure; update_layout parses every key it is given. Together that
+    was most of what the Attention tab's figures cost to build (issue 17). A builder that gives its
+    whole `layout` here, as nested dicts (an unchecked "xaxis_title" would not be expanded), skips
+    update_layout too. `style` sets the house template. The tests rebuild every figure with the checks
+    on and compare (tests/test_threads.py)."""
+    return go.Figure(data, layout={"template": {}, **(layout or {})}, _validate=False)
+
+
+def subplots(**kwargs) -> go.Figure:
+    """plotly's make_subplots into a `figure()`; the subplot titles lose make_subplots' fixed 16 px
+    font, so they follow the house template like every other annotation (projector included)."""
+    fig = make_subplots(figure=figure(), **kwargs)
+    if fig.layout.annotations:
+        fig.layout.annotations = [{k: v for k, v in a.to_plotly_json().items() if k != "font"}
+                                  for a in fig.layout.annotations]
+    return fig
+
+
+def style(fig: go.Figure, title: str, *, filename: str, projector: bool = False, height: int = 420,
+          maps: bool = False) -> go.Figure:
     """Apply the house style: title, fonts, margins, height, and the suggested download filename
-    in `fig.layout.meta["filename"]`; projector=True scales every text 1.7× and the height 1.4×."""
+    in `fig.layout.meta["filename"]`; projector=True scales every text 1.7× and the height 1.4×;
+    maps=True for heatmaps with masked cells (NaN): grey where they are, and no grid lines."""
     s = PROJECTOR_SCALE if projector else 1.0
-    # before the template: reading a trace's properties under a template costs plotly ~5 ms a figure
-    fig.update_traces(textfont_size=round(CELL_FONT * s),
-                      selector=lambda t: t.type == "heatmap" and t.texttemplate and not t.textfont.size)
-    # make_subplots gives its titles their own font size; others follow the template (and updating
-    # every annotation costs plotly ~4 ms each)
-    fig.update_annotations(font_size=round(BASE_FONT * s), selector=lambda a: a.font.size is not None)
-    # Plotly validates a layout property by rebuilding it; for the template, already validated once,
-    # and these few literals that took 10 of the 17 ms a small figure cost. Unvalidated, each is
-    # stored as given (the template as this figure's own copy); tests rebuild styled figures with
-    # validation and compare.
-    fig.layout._validate = False
-    try:
-        fig.update_layout(
-            template=_template(projector),
-            title=dict(text=title, x=0.01, xanchor="left"),
-            height=round(height * (PROJECTOR_HEIGHT if projector else 1.0)),
-            # subplot titles sit just above the plots: leave the figure title room above them
-            margin=dict(l=round(60 * s), r=round(30 * s), t=round((110 if fig.layout.annotations else 70) * s),
-                        b=round(50 * s)),
-            meta={"filename": filename},
-        )
-    finally:
-        fig.layout._validate = True
+    # set, not merged: these belong to style alone, and update_layout's merge costs a few ms a figure
+    fig.layout.template = _template(projector, maps)
+    fig.layout.title = dict(text=title, x=0.01, xanchor="left")
+    fig.layout.height = round(height * (PROJECTOR_HEIGHT if projector else 1.0))
+    # subplot titles sit just above the plots: leave the figure title room above them
+    fig.layout.margin = dict(l=round(60 * s), r=round(30 * s), t=round((110 if fig.layout.annotations else 70) * s),
+                             b=round(50 * s))
+    fig.layout.meta = {"filename": filename}
     return fig
 
 
@@ -166,14 +183,6 @@ def heatmap(z, *, x=None, y=None, colorscale="Blues", zmin=None, zmax=None, zmid
                       text=text, texttemplate=texttemplate, **kwargs)
 
 
-def grey_background(fig: go.Figure) -> go.Figure:
-    """Masked cells are NaN: give the plotting area the mask grey and hide the grid behind it."""
-    fig.update_layout(plot_bgcolor=MASK_GREY)
-    fig.update_xaxes(showgrid=False, zeroline=False)
-    fig.update_yaxes(showgrid=False, zeroline=False)
-    return fig
-
-
 def token_grid(texts: list[str], values, *, hover_values: list[str], colorscale, zmin=None, zmax=None,
                per_row: int = 12, colorbar_title: str | None = None) -> go.Heatmap:
     """Tokens laid out like text, `per_row` to a line, each cell coloured by its value and showing
@@ -202,7 +211,7 @@ def grid_axes(fig: go.Figure) -> go.Figure:
 
 def message(text: str, title: str, *, filename: str, projector: bool = False) -> go.Figure:
     """An empty figure that says why there is nothing to draw (e.g. a model without positions)."""
-    fig = go.Figure()
+    fig = figure()
     fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)

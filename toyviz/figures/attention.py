@@ -7,19 +7,20 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
+from plotly.colors import get_colorscale
 
-from . import (BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, candidate_label, grey_background, heatmap, numpy, pool,
-               style, token_labels, visible)
+from . import (BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, candidate_label, figure, heatmap,
+               numpy, pool, style, subplots, token_labels, visible)
 from ..names import attn, layer_of
 from ..trace import Trace
 
 MODES = ("probs", "scores")
 GRID_CELLS = 32                      # each small multiple is pooled to at most 32 × 32 cells
 # probabilities are blue on 0..1 everywhere; signed values (scores, q, k, v …) pink–green around 0,
-# so that no blue in an attention figure can be read as a probability
-SIGNED = "PiYG"                     # magenta (negative) – white (0) – green (positive)
-PROBS_COLOURS = dict(colorscale="Blues", cmin=0.0, cmax=1.0)
+# so that no blue in an attention figure can be read as a probability. As lists, not names: figures
+# are built unchecked (figures.figure), which keeps a name as given, and plotly.js knows few of them
+SIGNED = get_colorscale("PiYG")     # magenta (negative) – white (0) – green (positive)
+PROBS_COLOURS = dict(colorscale=get_colorscale("Blues"), cmin=0.0, cmax=1.0)
 SCORES_COLOURS = dict(colorscale=SIGNED, cmid=0.0)
 
 
@@ -72,18 +73,18 @@ def attention_figure(z, *, rows: list[str], cols: list[str], title: str, filenam
     """A single labelled attention map, queries down, keys across, masked cells grey. The figure grows
     with the rows so that every query and every key is labelled when they fit (also in the PNG); when
     they cannot fit, every k-th is, evenly."""
-    fig = go.Figure(attention_trace(z, x=cols, y=rows, mode=mode))
     s = PROJECTOR_SCALE if projector else 1.0
     grow = PROJECTOR_HEIGHT if projector else 1.0
     font = BASE_FONT * s
     # style's margins (70 above, 50 below) plus the key labels under the map, turned upright at worst
     room = (70 + 50) * s + min(max(map(len, cols), default=0) * 0.6 * font, 200 * s)
     height = min(max(room + len(rows) * LABEL_LINE * font, MAP_HEIGHT[0] * grow), MAP_HEIGHT[1] * grow)
-    fig.update_layout(xaxis=dict(title_text="key (attended to)", tickmode="array",
-                                 tickvals=_every(cols, MAP_WIDTH, LABEL_LINE * font)),
-                      yaxis=dict(title_text="query (attending)", autorange="reversed", tickmode="array",
-                                 tickvals=_every(rows, height - room, LABEL_LINE * font)))
-    return grey_background(style(fig, title, filename=filename, projector=projector, height=round(height / grow)))
+    fig = figure(attention_trace(z, x=cols, y=rows, mode=mode), dict(
+        xaxis=dict(title=dict(text="key (attended to)"), tickmode="array",
+                   tickvals=_every(cols, MAP_WIDTH, LABEL_LINE * font)),
+        yaxis=dict(title=dict(text="query (attending)"), autorange="reversed", tickmode="array",
+                   tickvals=_every(rows, height - room, LABEL_LINE * font))))
+    return style(fig, title, filename=filename, projector=projector, height=round(height / grow), maps=True)
 
 
 TITLE_LINE = 1.5                     # a line of text needs about 1.5 × its font size in pixels
@@ -121,7 +122,6 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
         for head in range(H):
             z[layer * (n + vgap): layer * (n + vgap) + n, head * (n + gap): head * (n + gap) + n] = tiles[layer][head]
     colours = PROBS_COLOURS if mode == "probs" else SCORES_COLOURS
-    fig = go.Figure(heatmap(z, hover=f"{mode} %{{z:.3f}}", coloraxis="coloraxis"))
     bands = [dict(type="rect", x0=-0.5, x1=z.shape[1] - 0.5, y0=i * (n + vgap) - vgap - 0.5, y1=i * (n + vgap) - 0.5)
              for i in range(1, L)]
     bands += [dict(type="rect", y0=-0.5, y1=z.shape[0] - 0.5, x0=i * (n + gap) - gap - 0.5, x1=i * (n + gap) - 0.5)
@@ -130,15 +130,15 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
     titles = [dict(x=head * (n + gap) + n / 2, y=layer * (n + vgap) - 0.5, yanchor="bottom", showarrow=False,
                    text=f"L{layer} H{head}" + (f" · {names[layer, head]}" if (layer, head) in names else ""))
               for layer in range(L) for head in range(H)]
-    fig.update_layout(coloraxis=dict(colorbar=dict(title=dict(text=mode)), **colours),
-                      shapes=[dict(b, fillcolor="white", line_width=0, layer="above") for b in bands],
-                      annotations=titles,
-                      xaxis=dict(showticklabels=False, showgrid=False, zeroline=False, constrain="domain"),
-                      yaxis=dict(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed"))
+    fig = figure(heatmap(z, hover=f"{mode} %{{z:.3f}}", coloraxis="coloraxis"), dict(
+        coloraxis=dict(colorbar=dict(title=dict(text=mode)), **colours),
+        shapes=[dict(b, fillcolor="white", line=dict(width=0), layer="above") for b in bands],
+        annotations=titles,
+        xaxis=dict(showticklabels=False, constrain="domain"),
+        yaxis=dict(showticklabels=False, autorange="reversed")))
     pooled = f" (blocks of {math.ceil(T / GRID_CELLS)} tokens averaged)" if T > GRID_CELLS else ""
-    fig = style(fig, f"All heads: attention {mode}, {L} layers × {H} heads{pooled}",
-                filename=f"toyviz-attention-grid-{mode}", projector=projector, height=height)
-    return grey_background(fig)
+    return style(fig, f"All heads: attention {mode}, {L} layers × {H} heads{pooled}",
+                 filename=f"toyviz-attention-grid-{mode}", projector=projector, height=height, maps=True)
 
 
 def attention_head(trace: Trace, layer: int, head: int, *, mode: str = "probs", projector: bool = False) -> go.Figure:
@@ -170,10 +170,9 @@ def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = 
     if off:
         bars.append(go.Bar(y=names, x=p1[top], orientation="h", name=f"heads {off} switched off",
                            hovertemplate="%{y}: %{x:.3f}<extra>" + f"{off} off</extra>"))
-    fig = go.Figure(bars)
     after = token_labels(trace.tokens)[position]
-    fig.update_layout(barmode="group", xaxis_title="probability", yaxis_autorange="reversed",
-                      yaxis_title=f"next token after {after}", showlegend=bool(off))
+    fig = figure(bars, dict(barmode="group", xaxis=dict(title=dict(text="probability")), showlegend=bool(off),
+                            yaxis=dict(autorange="reversed", title=dict(text=f"next token after {after}"))))
     title = (f"Switching off heads {off}" if off else
              f"Every head on — tick heads in “{ABLATE_CONTROL}” to compare")
     return style(fig, title, filename="toyviz-ablation", projector=projector,
@@ -268,9 +267,9 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
                 "9. out = Σ probs · v" + ablated, "10. its write into the stream: out·W_O"]
     full = {"colspan": 2}
     specs = [[{}, {}], [{}, {}], [full, None], [full, None], [full, None], [full, None], [{}, {}]]
-    fig = make_subplots(rows=7, cols=2, specs=specs, subplot_titles=captions,
-                        row_heights=[0.09, 0.25, 0.09, 0.09, 0.09, 0.09, 0.09],
-                        vertical_spacing=0.065, horizontal_spacing=0.13)
+    fig = subplots(rows=7, cols=2, specs=specs, subplot_titles=captions,
+                   row_heights=[0.09, 0.25, 0.09, 0.09, 0.09, 0.09, 0.09],
+                   vertical_spacing=0.065, horizontal_spacing=0.13)
     dims = lambda n: np.arange(n)
     row = lambda v: numpy(v)[None, :]
     greyed = lambda v: np.where(np.isinf(s["masked"]), np.nan, v)          # masked keys drawn grey
@@ -328,17 +327,17 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     else:                                                          # positions; hover names the token
         every = math.ceil(T / 16)
         fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)), row=6, col=1)
-    fig = style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
-                filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=1100)
-    return grey_background(fig)
+    return style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
+                 filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=1100,
+                 maps=True)
 
 
 def masked_vs_unmasked(causal: Trace, unmasked: Trace, layer: int, head: int, *, projector: bool = False) -> go.Figure:
     """The same head on the same prompt with and without the causal mask: without it every token
     can copy from the future, which is why a model trained that way cannot generate."""
     labels = token_labels(causal.tokens)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
-                        subplot_titles=[f"causal={t.causal}" + (" (future greyed)" if t.causal else "")
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                   subplot_titles=[f"causal={t.causal}" + (" (future greyed)" if t.causal else "")
                                         for t in (causal, unmasked)])
     for col, trace in enumerate((causal, unmasked), start=1):
         fig.add_trace(attention_trace(attention_matrix(trace, layer, head), x=labels, y=labels,
@@ -347,6 +346,5 @@ def masked_vs_unmasked(causal: Trace, unmasked: Trace, layer: int, head: int, *,
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="key")
     fig.update_yaxes(title_text="query", col=1)
-    fig = style(fig, f"Masked vs. unmasked — layer {layer}, head {head}",
-                filename=f"toyviz-mask-comparison-L{layer}-H{head}", projector=projector, height=560)
-    return grey_background(fig)
+    return style(fig, f"Masked vs. unmasked — layer {layer}, head {head}",
+                 filename=f"toyviz-mask-comparison-L{layer}-H{head}", projector=projector, height=560, maps=True)

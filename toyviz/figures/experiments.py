@@ -8,7 +8,7 @@ import zlib
 
 import plotly.graph_objects as go
 
-from . import PROJECTOR_SCALE, message, style
+from . import PROJECTOR_SCALE, figure, message, style
 
 SEEDS = ("baseline", "baseline_seed2")
 # one colour per variant, the same in every chart and whatever is ticked (Okabe–Ito, safe for colour
@@ -36,7 +36,7 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
     the two baseline seeds are drawn as a band, so a gap narrower than the band is noise."""
     chosen = [v for v in (variants or results["variants"]) if v in results["variants"]]
     key = "val_curve" if x == "tokens" else "time_curve"
-    fig = go.Figure()
+    fig = figure()
     if all(s in results["variants"] for s in SEEDS):
         a, b = (results["variants"][s][key] for s in SEEDS)
         xs = [p[0] for p in a]
@@ -64,7 +64,8 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
             legendgroup=name, marker=dict(color=colour(name), symbol="diamond", size=12),
             text=[f"honest {honest:.3f}"], textposition="middle left", cliponaxis=False,
             hovertemplate="end of training: %{y:.3f} bits/char, each position from its past alone<extra></extra>"))
-    fig.update_layout(xaxis_title="training tokens" if x == "tokens" else "seconds", yaxis_title="held-out bits/char")
+    fig.update_layout(xaxis_title_text="training tokens" if x == "tokens" else "seconds",
+                      yaxis_title_text="held-out bits/char")
     return style(fig, "Held-out loss while training (same data, seed and budget)", filename=f"toyviz-experiments-{x}",
                  projector=projector, height=460)
 
@@ -80,7 +81,7 @@ def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
     values = [results["variants"][n]["val_bits_per_char"] for n in names]
     base = results["variants"].get("baseline", {}).get("val_bits_per_char")
     delta = lambda n, v: "" if base is None or n == "baseline" else f" ({v - base:+.3f})"
-    fig = go.Figure(go.Scatter(
+    fig = figure(go.Scatter(
         x=values, y=names, mode="markers+text", meta=names, cliponaxis=False,
         marker=dict(color=[colour(n) for n in names], size=round(14 * (PROJECTOR_SCALE if projector else 1)),
                     line=dict(color="white", width=1)),
@@ -106,7 +107,7 @@ def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
 def extrapolation(results: dict, *, projector: bool = False) -> go.Figure:
     """Held-out bits/char when reading 1×, 2× and 4× the trained context: can the positional
     scheme handle positions it never saw? Learned positions have no rows past their table."""
-    fig = go.Figure()
+    fig = figure()
     for name, r in results["variants"].items():
         if "extrapolation" not in r:
             continue
@@ -120,7 +121,8 @@ def extrapolation(results: dict, *, projector: bool = False) -> go.Figure:
     if not fig.data:
         return message("No positional variants in these results.", "Length extrapolation",
                        filename="toyviz-experiments-extrapolation", projector=projector)
-    fig.update_layout(xaxis_title="context read at evaluation (× trained context)", yaxis_title="held-out bits/char")
+    fig.update_layout(xaxis_title_text="context read at evaluation (× trained context)",
+                      yaxis_title_text="held-out bits/char")
     return style(fig, f"Length extrapolation (trained on {results['context']} tokens)",
                  filename="toyviz-experiments-extrapolation", projector=projector)
 
@@ -136,11 +138,11 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
     values = [results["variants"].get("baseline", {}).get("val_bits_per_char"), r["val_bits_per_char_as_trained"],
               r["val_bits_per_char"]]
     # the baseline in its colour; the no-mask model in its own, pale where it is scored as trained (a cheat)
-    fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" if v is not None else "" for v in values],
-                           textposition="outside", cliponaxis=False,
-                           meta=["baseline", "no_causal_mask", "no_causal_mask"],
-                           marker=dict(color=[colour("baseline"), colour("no_causal_mask"), colour("no_causal_mask")],
-                                       opacity=[1.0, 0.45, 1.0])))
+    fig = figure(go.Bar(x=names, y=values, text=[f"{v:.3f}" if v is not None else "" for v in values],
+                        textposition="outside", cliponaxis=False,
+                        meta=["baseline", "no_causal_mask", "no_causal_mask"],
+                        marker=dict(color=[colour("baseline"), colour("no_causal_mask"), colour("no_causal_mask")],
+                                    opacity=[1.0, 0.45, 1.0])))
     # room above the tallest bar for its number ("4.859"), which plotly would otherwise clip at the top
     fig.update_layout(yaxis=dict(title_text="held-out bits/char", range=[0, max(v or 0 for v in values) * 1.15]))
     return style(fig, "Without the mask: a loss that looks perfect, a model that cannot generate",

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from . import grid_axes, heatmap, numpy, style, token_grid, token_labels, visible
+from . import figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, visible
 from ..explain import Components, Patching, Saliency, Why
 
 HELPED, HURT = "#2166ac", "#b2182b"          # blue: raised the token; red: lowered it (as in the Residual tab)
@@ -23,8 +22,8 @@ def components_figure(c: Components, *, projector: bool = False) -> go.Figure:
     Right: the real drop in log p(token), the quantity a student cares about."""
     names = list(reversed(c.verified))                                  # the largest on top
     rows = np.arange(len(names))[::-1]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, column_widths=[0.6, 0.4],
-                        subplot_titles=("logit − mean logit: attribution vs. removal", "log p(token): drop on removal"))
+    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, column_widths=[0.6, 0.4],
+                   subplot_titles=("logit − mean logit: attribution vs. removal", "log p(token): drop on removal"))
     series = {"attribution (DLA)": numpy(c.verified_attribution), "zeroed: real drop": numpy(c.effect_target[:, 0]),
               "mean-ablated: real drop": numpy(c.effect_target[:, 1])}
     for name, values in series.items():
@@ -49,8 +48,8 @@ def saliency_figure(s: Saliency, *, projector: bool = False) -> go.Figure:
     bound = float(np.abs(ig).max()) or 1.0
     texts = [visible(t) for t in s.tokens]
     hover = [f"{t}: integrated gradients {a:+.3f}, gradient × input {b:+.3f}" for t, a, b in zip(texts, ig, gxi)]
-    fig = go.Figure(token_grid(texts, ig, hover_values=hover, colorscale="RdBu", zmin=-bound, zmax=bound,
-                               per_row=TEXT_PER_ROW, colorbar_title="IG"))
+    fig = figure(token_grid(texts, ig, hover_values=hover, colorscale="RdBu", zmin=-bound, zmax=bound,
+                            per_row=TEXT_PER_ROW, colorbar_title="IG"))
     rows = -(-len(texts) // TEXT_PER_ROW)
     base = "the BOS embedding" if s.baseline == "bos" else "a zero embedding"
     return style(grid_axes(fig), f"Input saliency for {visible(s.piece)!r}: integrated gradients from {base}, "
@@ -63,10 +62,10 @@ def lens_figure(w: Why, *, projector: bool = False) -> go.Figure:
     """The chosen token's probability if the model stopped after each layer (logit lens), with its
     rank written on each bar: where in depth the answer appears."""
     ranks = [f"rank {r + 1}" for r in w.lens_rank]
-    fig = go.Figure(go.Bar(x=w.lens_names, y=w.lens_probability, text=ranks, textposition="outside",
-                           marker_color=[HELPED if r == 0 else "#9ecae1" for r in w.lens_rank],
-                           hovertemplate="%{x}: p = %{y:.3f}, %{text}<extra></extra>"))
-    fig.update_layout(yaxis=dict(title="p(token)", range=[0, 1.15]), xaxis_title="stream read after")
+    fig = figure(go.Bar(x=w.lens_names, y=w.lens_probability, text=ranks, textposition="outside",
+                        marker_color=[HELPED if r == 0 else "#9ecae1" for r in w.lens_rank],
+                        hovertemplate="%{x}: p = %{y:.3f}, %{text}<extra></extra>"))
+    fig.update_layout(yaxis=dict(title_text="p(token)", range=[0, 1.15]), xaxis_title_text="stream read after")
     return style(fig, f"When does {visible(w.piece)!r} come up? The logit lens after each layer (dark: ranked first)",
                  filename="toyviz-why-lens", projector=projector, height=340)
 
@@ -82,14 +81,14 @@ def patching_figures(pt: Patching, piece, *, projector: bool = False) -> tuple[g
     each head's whole output. `piece(id)` names the two answers."""
     x = token_labels([a if a == b else f"{a}→{b}" for a, b in zip(pt.clean_tokens, pt.corrupted_tokens)])
     text = _cells(pt.resid) if len(x) <= PATCH_TEXT_COLUMNS else None
-    resid = go.Figure(heatmap(pt.resid, x=x, y=pt.resid_names, colorscale="RdBu", zmin=-1, zmax=1, zmid=0,
-                              text=text, texttemplate="%{text}" if text is not None else None,
-                              hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title="effect"))
-    resid.update_layout(xaxis_title="position (clean→corrupted where they differ)", yaxis_autorange="reversed")
+    resid = figure(heatmap(pt.resid, x=x, y=pt.resid_names, colorscale="RdBu", zmin=-1, zmax=1, zmid=0,
+                           text=text, texttemplate="%{text}" if text is not None else None,
+                           hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title="effect"))
+    resid.update_layout(xaxis_title_text="position (clean→corrupted where they differ)", yaxis_autorange="reversed")
     L, H = pt.heads.shape
-    heads = go.Figure(heatmap(pt.heads, x=[f"H{h}" for h in range(H)], y=[f"layer {i}" for i in range(L)],
-                              colorscale="RdBu", zmin=-1, zmax=1, zmid=0, text=_cells(pt.heads),
-                              texttemplate="%{text}", hover="%{y} %{x}: effect %{z:.3f}", colorbar_title="effect"))
+    heads = figure(heatmap(pt.heads, x=[f"H{h}" for h in range(H)], y=[f"layer {i}" for i in range(L)],
+                           colorscale="RdBu", zmin=-1, zmax=1, zmid=0, text=_cells(pt.heads),
+                           texttemplate="%{text}", hover="%{y} %{x}: effect %{z:.3f}", colorbar_title="effect"))
     heads.update_layout(yaxis_autorange="reversed")
     answers = (f"metric: logit({visible(piece(pt.clean_answer))}) − logit({visible(piece(pt.corrupted_answer))}) "
                f"at the last position: clean {pt.clean_metric:+.2f}, corrupted {pt.corrupted_metric:+.2f}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from . import candidate_label, heatmap, message, numpy, style, token_labels, visible
+from . import candidate_label, figure, heatmap, message, numpy, style, token_labels, visible
 from ..dictionary import Dashboard, PromptFeatures
 
 UP, DOWN = "#2166ac", "#b2182b"           # promoted and suppressed, as the residual tab's attributions
@@ -32,10 +32,10 @@ def prompt_features(features: PromptFeatures, n: int = 12, *, projector: bool = 
                        projector=projector)
     z = numpy(features.acts[:, chosen].T)                              # (n, T)
     names = [feature_name(f, features.labels[f]) for f in chosen]
-    fig = go.Figure(heatmap(np.where(z > 0, z, np.nan), x=token_labels(features.tokens), y=names,
-                            colorscale="Oranges", zmin=0, hover="%{y} at %{x}: %{z:.2f}",
-                            colorbar_title="activation"))
-    fig.update_layout(xaxis_title="token", yaxis_autorange="reversed")
+    fig = figure(heatmap(np.where(z > 0, z, np.nan), x=token_labels(features.tokens), y=names,
+                         colorscale="Oranges", zmin=0, hover="%{y} at %{x}: %{z:.2f}",
+                         colorbar_title="activation"))
+    fig.update_layout(xaxis_title_text="token", yaxis_autorange="reversed")
     return style(fig, f"The {len(chosen)} features most active on the prompt (blank: not active)",
                  filename="toyviz-features-prompt", projector=projector, height=200 + 26 * len(chosen))
 
@@ -58,14 +58,14 @@ def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
         text[r, start: start + len(c.tokens)] = [visible(t) for t in c.tokens]
     limit = CELL_CHARS[projector]
     shown = [[t if len(t) <= limit else t[: limit - 1] + "…" for t in row] for row in text.tolist()]
-    fig = go.Figure(heatmap(z, x=[str(i - before) for i in range(before + after)],
-                            y=[f"{r + 1}: {c.acts[c.peak]:.2f}" for r, c in enumerate(dashboard.contexts)],
-                            colorscale="Oranges", zmin=0,
-                            zmax=dashboard.max_activation or None, text=shown, texttemplate="%{text}",
-                            hover="%{customdata}: %{z:.2f}", colorbar_title="activation"))
+    fig = figure(heatmap(z, x=[str(i - before) for i in range(before + after)],
+                         y=[f"{r + 1}: {c.acts[c.peak]:.2f}" for r, c in enumerate(dashboard.contexts)],
+                         colorscale="Oranges", zmin=0,
+                         zmax=dashboard.max_activation or None, text=shown, texttemplate="%{text}",
+                         hover="%{customdata}: %{z:.2f}", colorbar_title="activation"))
     fig.update_traces(xgap=2, ygap=2, customdata=text.tolist())     # plotly's cell text reads only `text`
-    fig.update_layout(xaxis_title="tokens from the one it was chosen for", yaxis_title="context: its activation",
-                      yaxis_autorange="reversed")
+    fig.update_layout(xaxis_title_text="tokens from the one it was chosen for",
+                      yaxis_title_text="context: its activation", yaxis_autorange="reversed")
     return style(fig, f"Feature {feature_name(dashboard.feature, dashboard.label)}: where it fires hardest "
                       "(held-out text)", filename=filename, projector=projector, height=160 + 34 * rows)
 
@@ -73,9 +73,9 @@ def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
 def activation_histogram(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
     """How strongly the feature fires when it fires, on held-out tokens (it is zero on the others)."""
     edges = np.asarray(dashboard.edges)
-    fig = go.Figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=dashboard.histogram, width=np.diff(edges),
-                           marker_color="#e6550d", hovertemplate="around %{x:.2f}: %{y} tokens<extra></extra>"))
-    fig.update_layout(xaxis_title="activation", yaxis_title="held-out tokens", bargap=0.05)
+    fig = figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=dashboard.histogram, width=np.diff(edges),
+                        marker_color="#e6550d", hovertemplate="around %{x:.2f}: %{y} tokens<extra></extra>"))
+    fig.update_layout(xaxis_title_text="activation", yaxis_title_text="held-out tokens", bargap=0.05)
     return style(fig, f"Feature #{dashboard.feature}: active on {dashboard.frequency:.2%} of held-out tokens",
                  filename=f"toyviz-feature-{dashboard.feature}-histogram", projector=projector, height=320)
 
@@ -85,10 +85,10 @@ def logit_effects(dashboard: Dashboard, *, projector: bool = False) -> go.Figure
     final norm's weight and the unembedding; the blocks after its site are skipped)."""
     rows = dashboard.promoted + dashboard.suppressed[::-1]              # most promoted on top, most suppressed last
     values = np.array([v for _, _, v in rows], dtype=np.float32)
-    fig = go.Figure(go.Bar(y=[candidate_label(p, t) for t, p, _ in rows], x=values, orientation="h",
-                           marker_color=np.where(values >= 0, UP, DOWN).tolist(),
-                           hovertemplate="%{y}: %{x:+.3f}<extra></extra>"))
-    fig.update_layout(xaxis_title="direct effect on the logit, per unit of activation (before the norm's 1/σ)",
+    fig = figure(go.Bar(y=[candidate_label(p, t) for t, p, _ in rows], x=values, orientation="h",
+                        marker_color=np.where(values >= 0, UP, DOWN).tolist(),
+                        hovertemplate="%{y}: %{x:+.3f}<extra></extra>"))
+    fig.update_layout(xaxis_title_text="direct effect on the logit, per unit of activation (before the norm's 1/σ)",
                       yaxis_autorange="reversed")
     return style(fig, f"Feature #{dashboard.feature}: tokens it promotes and suppresses",
                  filename=f"toyviz-feature-{dashboard.feature}-logits", projector=projector,

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from . import heatmap, numpy, slug, style, token_labels
+from . import figure, heatmap, numpy, slug, style, subplots, token_labels
 from ..trace import Trace
 
 
@@ -35,7 +34,7 @@ def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
     layer by layer as writes pile up in the stream, the output is brought back to a fixed scale."""
     stats = norm_statistics(trace)
     names, labels = list(trace.layernorms), token_labels(trace.tokens)
-    fig = make_subplots(rows=4, cols=1, subplot_titles=list(stats), shared_xaxes=True, vertical_spacing=0.06)
+    fig = subplots(rows=4, cols=1, subplot_titles=list(stats), shared_xaxes=True, vertical_spacing=0.06)
     for r, (stat, z) in enumerate(stats.items(), start=1):
         diverging = "mean" in stat
         fig.add_trace(heatmap(z, x=labels, y=names, colorscale="RdBu_r" if diverging else "Viridis",
@@ -52,14 +51,14 @@ def layernorm_curves(trace: Trace, position: int | None = None, *, projector: bo
     (dashed: one chosen token), to show how much the norms rescale the stream."""
     stats = norm_statistics(trace)
     names = list(trace.layernorms)
-    fig = go.Figure()
+    fig = figure()
     for stat in ("input std", "input mean", "output std"):
         fig.add_trace(go.Scatter(x=names, y=stats[stat].mean(axis=1), mode="lines+markers",
                                  name=f"{stat} (mean over tokens)"))
         if position is not None:
             fig.add_trace(go.Scatter(x=names, y=stats[stat][:, position], mode="lines+markers",
                                      line=dict(dash="dash"), name=f"{stat}, {token_labels(trace.tokens)[position]}"))
-    fig.update_layout(xaxis_title="LayerNorm (in forward order)", yaxis_title="value")
+    fig.update_layout(xaxis_title_text="LayerNorm (in forward order)", yaxis_title_text="value")
     return style(fig, "LayerNorm statistics through the model", filename="toyviz-layernorm-curves",
                  projector=projector)
 
@@ -68,8 +67,8 @@ def layernorm_parameters(trace: Trace, name: str, *, projector: bool = False) ->
     """The learned scale γ and shift β of one norm per dimension: after normalising to mean 0,
     std 1 the model re-stretches each dimension by γ and moves it by β."""
     norm = _norm(trace, name)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=["γ (weight)", "β (bias)"],
-                        vertical_spacing=0.12)
+    fig = subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=["γ (weight)", "β (bias)"],
+                   vertical_spacing=0.12)
     for r, key in enumerate(("weight", "bias"), start=1):
         values = numpy(norm[key])
         fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=key, showlegend=False,
@@ -86,8 +85,8 @@ def layernorm_histogram(trace: Trace, name: str, position: int, *, projector: bo
     x = norm["input"][position].float()
     normalised = (x - norm["mean"][position]) / norm["std"][position]
     series = {"input": x, "normalised (x − mean) / std": normalised, "output = γ · normalised + β": norm["output"][position]}
-    fig = go.Figure([go.Histogram(x=numpy(v), name=k, opacity=0.55, nbinsx=40) for k, v in series.items()])
-    fig.update_layout(barmode="overlay", xaxis_title="value", yaxis_title="dimensions")
+    fig = figure([go.Histogram(x=numpy(v), name=k, opacity=0.55, nbinsx=40) for k, v in series.items()])
+    fig.update_layout(barmode="overlay", xaxis_title_text="value", yaxis_title_text="dimensions")
     return style(fig, f"{name} at {token_labels(trace.tokens)[position]}: before and after normalising",
                  filename=f"toyviz-layernorm-hist-{slug(name)}-t{position % len(trace.tokens)}",
                  projector=projector)

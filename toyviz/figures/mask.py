@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
-from . import style, token_labels
+from . import figure, style, token_labels
 from ..trace import Trace
 
 
@@ -32,10 +32,10 @@ def leak_figure(base: Trace, changed: Trace, base_open: Trace, changed_open: Tra
     labels = token_labels(base.tokens[:upto])
     masked = prediction_shift(base, changed, upto).cpu().numpy()
     unmasked = prediction_shift(base_open, changed_open, upto).cpu().numpy()
-    fig = go.Figure([go.Bar(x=labels, y=masked, name="with the causal mask"),
-                     go.Bar(x=labels, y=unmasked, name="without the mask")])
-    fig.update_layout(barmode="group", yaxis_title="next-token change (TV distance)",
-                      xaxis_title=f"positions before the first changed token ({upto})")
+    fig = figure([go.Bar(x=labels, y=masked, name="with the causal mask"),
+                  go.Bar(x=labels, y=unmasked, name="without the mask")])
+    fig.update_layout(barmode="group", yaxis_title_text="next-token change (TV distance)",
+                      xaxis_title_text=f"positions before the first changed token ({upto})")
     # two short lines: one long line ran past the right edge of a projector-sized figure, number and all
     title = (f"Changing a later token moves the earlier predictions<br>by at most {masked.max(initial=0):.2g} with "
              f"the causal mask, by up to {unmasked.max(initial=0):.2g} without it")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from . import message, style
+from . import figure, message, style, subplots
 
 
 def parameter_bars(counts: dict[str, int] | None, *, projector: bool = False) -> go.Figure:
@@ -20,11 +19,12 @@ def parameter_bars(counts: dict[str, int] | None, *, projector: bool = False) ->
         return message("No parameters to count for this configuration.", "Parameters per component",
                        filename="toyviz-parameters", projector=projector)
     share = [v / total for v in parts.values()]
-    fig = go.Figure(go.Bar(x=list(parts), y=list(parts.values()),
-                           text=[f"{s:.1%}" for s in share], textposition="outside", cliponaxis=False,
-                           hovertemplate="%{x}: %{y:,} parameters<extra></extra>"))
+    fig = figure(go.Bar(x=list(parts), y=list(parts.values()),
+                        text=[f"{s:.1%}" for s in share], textposition="outside", cliponaxis=False,
+                        hovertemplate="%{x}: %{y:,} parameters<extra></extra>"))
     # room above the tallest bar for its share, which plotly would otherwise clip at the plot's top
-    fig.update_layout(xaxis_title="component", yaxis=dict(title_text="parameters", range=[0, max(parts.values()) * 1.15]))
+    fig.update_layout(xaxis_title_text="component",
+                      yaxis=dict(title_text="parameters", range=[0, max(parts.values()) * 1.15]))
     return style(fig, f"Parameters per component — {total:,} in total", filename="toyviz-parameters",
                  projector=projector)
 
@@ -35,16 +35,17 @@ def attention_memory(n_head: int, *, batch: int = 1, n_layer: int = 1, lengths=N
     sequence length on log-log axes: a straight line of slope 2, i.e. twice the text costs four
     times the memory. fp32 and bf16 shown; `context` marks the model's own context length."""
     T = np.asarray(lengths if lengths is not None else 2 ** np.arange(4, 17), dtype=np.float64)
-    fig = go.Figure([go.Scatter(x=T, y=batch * n_head * n_layer * T ** 2 * size, mode="lines+markers", name=name,
-                                hovertemplate="T=%{x:,}: %{y:.3s}B<extra>" + name + "</extra>")
-                     for name, size in (("fp32 (4 bytes)", 4), ("bf16 (2 bytes)", 2))])
+    fig = figure([go.Scatter(x=T, y=batch * n_head * n_layer * T ** 2 * size, mode="lines+markers", name=name,
+                             hovertemplate="T=%{x:,}: %{y:.3s}B<extra>" + name + "</extra>")
+                  for name, size in (("fp32 (4 bytes)", 4), ("bf16 (2 bytes)", 2))])
     if context:
         # on a log axis plotly.js places shapes in data units but annotations in log10 units, so
         # add_vline's joint annotation would land at 10^context and stretch the axis
         fig.add_vline(x=context, line_dash="dot")
         fig.add_annotation(x=np.log10(context), y=1, yref="paper", text=f"context {context}", showarrow=False,
                            xanchor="left", yanchor="top")
-    fig.update_layout(xaxis=dict(type="log", title="sequence length T"), yaxis=dict(type="log", title="bytes"))
+    fig.update_layout(xaxis=dict(type="log", title_text="sequence length T"),
+                      yaxis=dict(type="log", title_text="bytes"))
     return style(fig, f"Attention-matrix memory: batch {batch} × {n_head} heads × {n_layer} layer"
                       f"{'s' * (n_layer != 1)} × T²", filename="toyviz-attention-memory", projector=projector)
 
@@ -59,8 +60,8 @@ def loss_curve(history: list[dict], *, x: str = "step", projector: bool = False)
     score over the probe set — where an induction head is born, the loss drops with it."""
     probed = [r for r in history if "heads" in r]
     rows = 1 + len(TIMELINE_PATTERNS) * bool(probed)
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        row_heights=[0.4] + [0.6 / (rows - 1)] * (rows - 1) if rows > 1 else None)
+    fig = subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                   row_heights=[0.4] + [0.6 / (rows - 1)] * (rows - 1) if rows > 1 else None)
     xs = lambda records: np.array([r[x] for r in records], dtype=np.float64)
     for key, name in (("train_loss", "train"), ("val_loss", "validation")):
         records = [r for r in history if r.get(key) is not None]

@@ -7,9 +7,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
-from . import heatmap, message, numpy, pool, style, token_labels
+from . import figure, heatmap, message, numpy, pool, style, subplots, token_labels
 from ..layers import ENCODING_VARIANTS, rope_angles, sinusoidal_encoding
 from ..trace import Trace
 
@@ -29,10 +28,10 @@ def encoding_heatmap(pe, *, tokens: list[str] | None = None, title: str = "Posit
     that position, so stripes of different widths are the different frequencies."""
     z, br, bc = pool(pe, MAX_ROWS, MAX_COLS)
     T, d = numpy(pe).shape
-    fig = go.Figure(heatmap(z, x=np.arange(0, d, bc), y=_axis(T, br, tokens), colorscale="RdBu_r", zmid=0,
-                            hover="position %{y}, dim %{x}: %{z:.3f}"))
+    fig = figure(heatmap(z, x=np.arange(0, d, bc), y=_axis(T, br, tokens), colorscale="RdBu_r", zmid=0,
+                         hover="position %{y}, dim %{x}: %{z:.3f}"))
     note = f" (averaged over blocks of {br}×{bc})" if br * bc > 1 else ""
-    fig.update_layout(xaxis_title="dimension" + note, yaxis_title="position", yaxis_autorange="reversed")
+    fig.update_layout(xaxis_title_text="dimension" + note, yaxis_title_text="position", yaxis_autorange="reversed")
     return style(fig, title, filename=filename, projector=projector, height=520)
 
 
@@ -41,10 +40,11 @@ def rope_heatmap(length: int, d_head: int, *, base: float = 10000.0, projector: 
     that grows with position — shown here modulo 2π, so fast pairs wrap around often, slow ones barely turn."""
     angles = rope_angles(torch.arange(length), d_head, base) % (2 * math.pi)
     z, br, bc = pool(angles, MAX_ROWS, MAX_COLS)
-    fig = go.Figure(heatmap(z, x=np.arange(0, d_head // 2, bc), y=np.arange(0, length, br), colorscale="Twilight",
-                            zmin=0, zmax=2 * math.pi, colorbar_title="angle (rad)",
-                            hover="position %{y}, pair %{x}: %{z:.2f} rad"))
-    fig.update_layout(xaxis_title="pair (2i, 2i+1) of q and k", yaxis_title="position", yaxis_autorange="reversed")
+    fig = figure(heatmap(z, x=np.arange(0, d_head // 2, bc), y=np.arange(0, length, br), colorscale="Twilight",
+                         zmin=0, zmax=2 * math.pi, colorbar_title="angle (rad)",
+                         hover="position %{y}, pair %{x}: %{z:.2f} rad"))
+    fig.update_layout(xaxis_title_text="pair (2i, 2i+1) of q and k", yaxis_title_text="position",
+                      yaxis_autorange="reversed")
     return style(fig, f"RoPE rotation angles mod 2π (d_head={d_head})", filename="toyviz-rope-angles",
                  projector=projector, height=520)
 
@@ -72,8 +72,8 @@ def dimension_curves(pe, dims: list[int], *, projector: bool = False) -> go.Figu
     high ones slowly, like the hands of a clock."""
     values = numpy(pe)
     positions = np.arange(values.shape[0])
-    fig = go.Figure([go.Scatter(x=positions, y=values[:, d], mode="lines", name=f"dim {d}") for d in dims])
-    fig.update_layout(xaxis_title="position", yaxis_title="value")
+    fig = figure([go.Scatter(x=positions, y=values[:, d], mode="lines", name=f"dim {d}") for d in dims])
+    fig.update_layout(xaxis_title_text="position", yaxis_title_text="value")
     return style(fig, "Encoding dimensions over position", filename="toyviz-positional-curves", projector=projector)
 
 
@@ -94,9 +94,9 @@ def similarity_heatmap(pe, metric: str = "cosine", *, tokens: list[str] | None =
     z, b, _ = pool(similarity(pe, metric), MAX_ROWS, MAX_ROWS)
     axis = _axis(len(numpy(pe)), b, tokens)
     cosine = metric == "cosine"
-    fig = go.Figure(heatmap(z, x=axis, y=axis, colorscale="RdBu_r", zmid=0, zmin=-1 if cosine else None,
-                            zmax=1 if cosine else None, hover="%{y} · %{x}: %{z:.3f}"))
-    fig.update_layout(xaxis_title="position", yaxis_title="position", yaxis_autorange="reversed")
+    fig = figure(heatmap(z, x=axis, y=axis, colorscale="RdBu_r", zmid=0, zmin=-1 if cosine else None,
+                         zmax=1 if cosine else None, hover="%{y} · %{x}: %{z:.3f}"))
+    fig.update_layout(xaxis_title_text="position", yaxis_title_text="position", yaxis_autorange="reversed")
     return style(fig, f"Position × position similarity ({metric})", filename=f"toyviz-positional-{metric}",
                  projector=projector, height=560)
 
@@ -125,8 +125,8 @@ def spot_the_bug(length: int = 128, d_model: int = 64, *, projector: bool = Fals
         pe = sinusoidal_encoding(length, d_model, variant)
         titles.append(f"{variant}<br>min distance {distinguishability(pe):.3f}")
         panels.append(pe)
-    fig = make_subplots(rows=2, cols=3, subplot_titles=titles + [""] * 3, vertical_spacing=0.1,
-                        horizontal_spacing=0.05)
+    fig = subplots(rows=2, cols=3, subplot_titles=titles + [""] * 3, vertical_spacing=0.1,
+                   horizontal_spacing=0.05)
     for col, pe in enumerate(panels, start=1):
         z, br, bc = pool(pe, MAX_ROWS, MAX_COLS)
         fig.add_trace(heatmap(z, x=np.arange(0, d_model, bc), y=np.arange(0, length, br), coloraxis="coloraxis",

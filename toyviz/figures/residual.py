@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import candidate_label, heatmap, numpy, style, token_labels, visible
+from . import candidate_label, figure, heatmap, numpy, style, token_labels, visible
 from ..readout import direct_logit_attribution, logit_lens_top
 from ..trace import Trace
 
@@ -29,10 +29,10 @@ def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
     """Write × token heatmap of each write's share of the final stream (every column sums to 1):
     which layers built the vector the model finally reads at each position."""
     shares = write_shares(trace)
-    fig = go.Figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=list(shares),
-                            colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
-                            colorbar_title="share"))
-    fig.update_layout(xaxis_title="token", yaxis_title="write (in forward order)", yaxis_autorange="reversed")
+    fig = figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=list(shares),
+                         colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
+                         colorbar_title="share"))
+    fig.update_layout(xaxis_title_text="token", yaxis_title_text="write (in forward order)", yaxis_autorange="reversed")
     return style(fig, "Each write's share of the final residual stream (columns sum to 1)",
                  filename="toyviz-residual-shares", projector=projector, height=200 + 24 * len(shares))
 
@@ -42,11 +42,11 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
     stream after each write (line), to show the stream growing as layers add to it."""
     names = list(trace.residual_parts)
     parts = torch.stack([p[position].double() for p in trace.residual_parts.values()])
-    fig = go.Figure([
+    fig = figure([
         go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name="‖write‖", hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
         go.Scatter(x=names, y=numpy(parts.cumsum(0).norm(dim=-1)), name="‖stream‖ after it", mode="lines+markers",
                    hovertemplate="after %{x}: %{y:.3f}<extra>stream</extra>")])
-    fig.update_layout(xaxis_title="write (in forward order)", yaxis_title="norm")
+    fig.update_layout(xaxis_title_text="write (in forward order)", yaxis_title_text="norm")
     label = token_labels(trace.tokens)[position]
     return style(fig, f"Residual stream at {label}: writes and running norm",
                  filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
@@ -59,11 +59,11 @@ def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Fig
     text = [[visible(piece(int(i))) for i in row] for row in top]
     # a readable cell holds about five characters, and past ~40 columns none fits: hover only
     shown = [[t if len(t) <= 5 else t[:4] + "…" for t in row] for row in text]
-    fig = go.Figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
-                            text=shown, texttemplate="%{text}" if top.shape[1] <= LENS_TEXT_COLUMNS else None,
-                            colorbar_title="p(top)", hover="%{y}, %{x}: top %{customdata} (p=%{z:.3f})"))
+    fig = figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
+                         text=shown, texttemplate="%{text}" if top.shape[1] <= LENS_TEXT_COLUMNS else None,
+                         colorbar_title="p(top)", hover="%{y}, %{x}: top %{customdata} (p=%{z:.3f})"))
     fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
-    fig.update_layout(xaxis_title="position (predicting the next token)", yaxis_autorange="reversed")
+    fig.update_layout(xaxis_title_text="position (predicting the next token)", yaxis_autorange="reversed")
     return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
                  projector=projector, height=220 + 40 * len(names))
 
@@ -74,9 +74,9 @@ def logit_attribution(trace: Trace, model, piece, position: int = -1, *, project
     token = int(trace.logits[position].argmax())
     parts = direct_logit_attribution(trace, model, position, token)
     values = np.array(list(parts.values()), dtype=np.float32)
-    fig = go.Figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
-                           hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))
-    fig.update_layout(xaxis_title="write", yaxis_title="contribution to the logit")
+    fig = figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
+                        hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))
+    fig.update_layout(xaxis_title_text="write", yaxis_title_text="contribution to the logit")
     label = token_labels(trace.tokens)[position]
     return style(fig, f"Direct logit attribution at {label} → {candidate_label(piece(token), token)} "
                       f"(bars sum to the logit {float(trace.logits[position, token]):.2f})",

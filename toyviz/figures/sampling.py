@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import candidate_label, grid_axes, numpy, style, token_grid, visible
+from . import candidate_label, figure, grid_axes, numpy, style, token_grid, visible
 from ..sampling import next_token_probs
 
 
@@ -21,13 +21,13 @@ def next_token_bars(logits: torch.Tensor, piece, *, temperature: float = 1.0, to
     after = numpy(next_token_probs(logits, temperature, top_k, top_p))
     top = np.argsort(-raw, kind="stable")[:n]
     names = [candidate_label(piece(int(i)), i) for i in top]
-    fig = go.Figure([
+    fig = figure([
         go.Bar(y=names, x=after[top], orientation="h", name="after settings",
                hovertemplate="%{y}: %{x:.3f}<extra>sampled from</extra>"),
         go.Bar(y=names, x=raw[top], orientation="h", name="softmax (T=1, no filter)",
                marker=dict(color="rgba(0,0,0,0)", line=dict(color="#333", width=1.5)),
                hovertemplate="%{y}: %{x:.3f}<extra>softmax</extra>")])        # outline drawn on top
-    fig.update_layout(barmode="overlay", xaxis_title="probability", yaxis_autorange="reversed")
+    fig.update_layout(barmode="overlay", xaxis_title_text="probability", yaxis_autorange="reversed")
     kept = int((after > 0).sum())
     return style(fig, f"Next token: temperature {temperature:g}, top-k {top_k or 'off'}, top-p {top_p:g} "
                       f"→ {kept} candidate{'s' * (kept != 1)}",
@@ -41,8 +41,8 @@ def generated_tokens(steps: list[tuple[str, float]], *, per_row: int = 12, proje
     pieces = [p for p, _ in steps]
     probs = [float(p) for _, p in steps]
     hover = [f"step {k}: {visible(piece)}<br>drawn with p = {p:.3f}" for k, (piece, p) in enumerate(steps)]
-    fig = go.Figure(token_grid([visible(p) for p in pieces], probs, hover_values=hover, colorscale="YlGn",
-                               zmin=0, zmax=1, per_row=per_row, colorbar_title="p"))
+    fig = figure(token_grid([visible(p) for p in pieces], probs, hover_values=hover, colorscale="YlGn",
+                            zmin=0, zmax=1, per_row=per_row, colorbar_title="p"))
     return style(grid_axes(fig), f"{len(steps)} generated tokens, coloured by their probability",
                  filename="toyviz-generated", projector=projector,
                  height=110 + 52 * max(1, math.ceil(len(steps) / per_row)))

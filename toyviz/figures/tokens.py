@@ -5,7 +5,7 @@ import math
 
 import plotly.graph_objects as go
 
-from . import grid_axes, numpy, style, token_grid, token_labels, visible
+from . import figure, grid_axes, numpy, style, token_grid, token_labels, visible
 from ..trace import Trace
 
 PALETTE = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
@@ -20,8 +20,8 @@ def token_pieces(trace: Trace, *, per_row: int = 12, projector: bool = False) ->
     ids, pieces = trace.token_ids, trace.tokens
     texts = [f"{visible(p)}<br>#{i}" for p, i in zip(pieces, ids)]
     hover = [f"position {k}<br>piece {visible(p)}<br>id {i}" for k, (p, i) in enumerate(zip(pieces, ids))]
-    fig = go.Figure(token_grid(texts, [i % len(PALETTE) for i in ids], hover_values=hover, colorscale=_STEPPED,
-                               zmin=-0.5, zmax=len(PALETTE) - 0.5, per_row=per_row))
+    fig = figure(token_grid(texts, [i % len(PALETTE) for i in ids], hover_values=hover, colorscale=_STEPPED,
+                            zmin=-0.5, zmax=len(PALETTE) - 0.5, per_row=per_row))
     title = trace.described.format(n=len(ids))
     if trace.truncated:
         title += f" — {trace.truncated} dropped to fit the context"
@@ -39,7 +39,7 @@ def embedding_norms(trace: Trace, *, projector: bool = False) -> go.Figure:
     else:
         bars = [("token embedding", embed - trace.positional), ("positional", trace.positional),
                 ("sum (enters layer 0)", embed)]
-    fig = go.Figure([go.Bar(x=labels, y=numpy(v.norm(dim=-1)), name=name,
-                            hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>") for name, v in bars])
-    fig.update_layout(barmode="group", xaxis_title="token", yaxis_title="‖vector‖")
+    fig = figure([go.Bar(x=labels, y=numpy(v.norm(dim=-1)), name=name,
+                         hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>") for name, v in bars])
+    fig.update_layout(barmode="group", xaxis_title_text="token", yaxis_title_text="‖vector‖")
     return style(fig, "Embedding norms per token", filename="toyviz-embedding-norms", projector=projector)

@@ -4,9 +4,8 @@ which source words each output word depends on (saliency) beside its cross-atten
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from . import heatmap, numpy, style, token_labels, visible
+from . import figure, heatmap, numpy, style, subplots, token_labels, visible
 from .attention import attention_figure, masked
 from ..explain.translation import SourceSaliency
 from ..trace import TranslatorTrace
@@ -48,10 +47,10 @@ def decoding_candidates(trace: TranslatorTrace, piece, *, n: int = 5, projector:
     values, ids = probs.topk(min(n, probs.shape[-1]), dim=-1)          # [T, n]
     shown = lambda t, i: (f"<b>{visible(piece(i))}</b>" if piece(i) == trace.output_tokens[t] else visible(piece(i)))
     text = [[shown(t, int(i)) for i in row] for t, row in enumerate(ids)]
-    fig = go.Figure(heatmap(numpy(values), x=[f"#{r + 1}" for r in range(ids.shape[1])], y=token_labels(trace.output_tokens),
-                            colorscale="Blues", zmin=0, zmax=1, text=text, texttemplate="%{text}",
-                            hover="%{y}, candidate %{x}: %{text} (p=%{z:.3f})", colorbar_title="p"))
-    fig.update_layout(yaxis_title="output position (chosen token)", yaxis_autorange="reversed",
+    fig = figure(heatmap(numpy(values), x=[f"#{r + 1}" for r in range(ids.shape[1])],
+                         y=token_labels(trace.output_tokens), colorscale="Blues", zmin=0, zmax=1, text=text, texttemplate="%{text}",
+                         hover="%{y}, candidate %{x}: %{text} (p=%{z:.3f})", colorbar_title="p"))
+    fig.update_layout(yaxis_title_text="output position (chosen token)", yaxis_autorange="reversed",
                       xaxis_side="top")
     return style(fig, "Decoding step by step: top candidates per position", filename="toyviz-decoding-candidates",
                  projector=projector, height=min(200 + 26 * ids.shape[0], 1400))
@@ -64,8 +63,8 @@ def saliency_beside_attention(s: SourceSaliency, *, compared: str, projector: bo
     src, out = token_labels(s.source), token_labels(s.output)
     magnitude = s.saliency.abs()
     scaled = magnitude / magnitude.max(-1, keepdim=True).values.clamp_min(1e-12)
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                        subplot_titles=("saliency: |gradient × input| (row max = 1)", f"cross-attention ({compared})"))
+    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+                   subplot_titles=("saliency: |gradient × input| (row max = 1)", f"cross-attention ({compared})"))
     fig.add_trace(heatmap(scaled, x=src, y=out, colorscale="Greens", zmin=0, zmax=1, showscale=False,
                           hover="%{y} depends on %{x}: %{z:.2f} of its row's largest"), 1, 1)
     fig.add_trace(heatmap(s.attention, x=src, y=out, colorscale="Blues", zmin=0, zmax=1, colorbar_title="attention",
