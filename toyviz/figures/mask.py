@@ -34,7 +34,7 @@ def leak_figure(base: Trace, changed: Trace, base_open: Trace, changed_open: Tra
     unmasked = prediction_shift(base_open, changed_open, upto).cpu().numpy()
     fig = figure([go.Bar(x=labels, y=masked, name="with the causal mask"),
                   go.Bar(x=labels, y=unmasked, name="without the mask")])
-    fig.update_layout(barmode="group", yaxis_title_text="next-token change (TV distance)",
+    fig.update_layout(barmode="group", yaxis_title_text="change (TV distance)",
                       xaxis_title_text=f"positions before the first changed token ({upto})")
     # two short lines: one long line ran past the right edge of a projector-sized figure, number and all
     title = (f"Changing a later token moves the earlier predictions<br>by at most {masked.max(initial=0):.2g} with "
