@@ -2,7 +2,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from toyviz.layers import MultiHeadAttention, apply_rope, rope_angles, sinusoidal_encoding
 from toyviz.trace import Recorder
