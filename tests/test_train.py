@@ -24,8 +24,8 @@ from toyviz.config import GPTConfig
 from toyviz.data.text import load_text
 from toyviz.gpt import ToyGPT
 from toyviz.checkpoint import CHECKPOINTS
-from toyviz.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, gpt_batch, loadable_name, lr_at, main,
-                          train_loop)
+from toyviz.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, copy_batch, copy_period_at, gpt_batch,
+                          loadable_name, lr_at, main, train_loop)
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -401,3 +401,48 @@ def test_repeated_spans_copy_a_span_later_in_the_window():
         assert all(t < 4095 for t in row) and seen              # random spans use ordinary tokens only
     assert 16 <= repeated <= 48                                 # about half the 64 rows
     assert (x[:, 0] == 4095).all() and torch.equal(x[:, 1:], y[:, :-1])
+
+
+def test_copy_batches_are_bos_then_a_random_run_twice():
+    x, y = copy_batch(4095, 8, 16, torch.Generator().manual_seed(0))
+    period = (x.shape[1]) // 2                                  # x = BOS + r + r[:-1]
+    assert x.shape == y.shape == (8, 2 * period) and 8 <= period < 16
+    assert (x[:, 0] == 4095).all() and torch.equal(x[:, 1:], y[:, :-1])
+    assert torch.equal(y[:, :period], y[:, period:]) and (y < 4095).all()
+    assert len({tuple(row) for row in y.tolist()}) == 8        # a fresh run in every row
+    assert copy_period_at(0) == 16 and copy_period_at(600) == 40 and copy_period_at(10_000) == 64
+
+
+def test_a_continued_run_carries_on_the_earlier_history():
+    model, loss_fn = tiny_run(Distributed("cpu"))
+    earlier = [{"step": s, "tokens": s * 100, "seconds": s * 2.0, "train_loss": 5.0, "lr": 0.0} for s in (1, 2, 3)]
+    history = train_loop(model, loss_fn, steps=4, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
+                         tokens_per_step=BATCH * CONTEXT, earlier=earlier)
+    assert history[:3] == earlier and [r["step"] for r in history[3:]] == [4, 5, 6, 7]
+    assert history[-1]["tokens"] == 300 + 4 * BATCH * CONTEXT and history[3]["seconds"] >= 6.0
+
+
+def test_init_continues_a_checkpoint_and_its_card_lists_both_stages(tmp_path, data_dir, corpus_file):
+    first, second = tmp_path / "first", tmp_path / "second"
+    main(["gpt", "--text", str(corpus_file), "--steps", "6", "--eval-every", "3", *TINY, "--out", str(first)])
+    main(["gpt", "--text", str(corpus_file), "--steps", "4", "--eval-every", "2", *TINY, "--init", str(first),
+          "--copy-batch", "4", "--lr", "1e-3", "--out", str(second)])
+    history = json.loads((second / "history.json").read_text())
+    assert [r["step"] for r in history] == list(range(1, 11))
+    before = ToyGPT.from_pretrained(str(first)).state_dict()
+    after = ToyGPT.from_pretrained(str(second)).state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)           # it trained on from there
+    card = (second / "README.md").read_text()
+    assert "Stage 1" in card and "Stage 2 (from the weights of stage 1)" in card and f"--init {first}" in card
+    assert "- Why: Each step also trained on 4 short sequences" in card
+    facts = json.loads((second / "training.json").read_text())
+    assert [s["steps"] for s in facts["earlier"]["stages"]] == [6] and facts["steps"] == 4
+
+
+def test_init_refuses_a_checkpoint_of_another_tokenizer(tmp_path, data_dir, corpus_file):
+    first = tmp_path / "first"
+    main(["gpt", "--text", str(corpus_file), "--steps", "2", *TINY, "--out", str(first)])
+    other = [a if a != "300" else "320" for a in TINY]                         # --vocab 320
+    with pytest.raises(SystemExit, match="another tokenizer"):
+        main(["gpt", "--text", str(corpus_file), "--steps", "2", *other, "--init", str(first),
+              "--out", str(tmp_path / "second")])

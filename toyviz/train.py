@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import sys
 import time
 from contextlib import contextmanager
@@ -182,6 +183,26 @@ def add_repeated_span(window: torch.Tensor, bos: int, gen: torch.Generator):
     window[second: second + period] = window[first: first + period].clone()
 
 
+def copy_batch(bos: int, n: int, max_period: int, gen: torch.Generator):
+    """n short sequences BOS + r + r, r a run of 8 to max_period - 1 random ordinary tokens → x, y.
+
+    Short on purpose: in a sequence of T tokens an untrained head puts about 1/T of its attention on
+    the token that would predict the repeat, and the induction circuit's gradient scales with it. In
+    256-token windows (the curriculum of `add_repeated_span`) no induction head formed in 17 M tokens;
+    on these it forms in a few hundred steps (measured on the shipped GPT, see its model card).
+    """
+    period = int(torch.randint(8, max_period, (1,), generator=gen))
+    r = torch.randint(0, bos, (n, period), generator=gen)
+    seq = torch.cat([torch.full((n, 1), bos), r, r], dim=1)
+    return seq[:, :-1], seq[:, 1:]
+
+
+def copy_period_at(step: int) -> int:
+    """The copy batches' longest run grows from 16 to 64 tokens over 1,200 steps: the circuit forms on
+    short runs, then learns to reach back as far as the probes' 50-token runs."""
+    return min(64, 16 + step // 25)
+
+
 def length_buckets(pairs, batch: int, gen: torch.Generator) -> list[list[int]]:
     """Pair indices grouped `batch` at a time by total length (ties broken at random), so a batch
     needs little padding: on two cores this halves the step time of random batches."""
@@ -216,7 +237,7 @@ def lr_at(step: int, total: int, peak: float, warmup: int, floor: float) -> floa
 def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: float, warmup: int,
                lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
                snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1,
-               probe_fn=None, probe_every: int = 0, snapshot_when=None):
+               probe_fn=None, probe_every: int = 0, snapshot_when=None, earlier: list | None = None):
     """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch.
 
     With `minutes` and no `steps`, the step count is estimated from the time of steps 5–25 and the
@@ -226,13 +247,16 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     slower (allocation, DDP set-up). `probe_fn()` → a dict stored in the history every `probe_every`
     steps (the GPT's head scores). `snapshot_when(record)`: the first history record for which it
     holds is saved as a snapshot too (the GPT: the step its first induction head is born).
+    `earlier`: the history of the run whose weights this one continues; the new records follow it
+    (steps, tokens and seconds counted on from its last record), so one curve tells the whole story.
     """
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
     wrapped = dist.wrap(model)
-    history, start, last_save = [], time.time(), time.time()
+    history, start, last_save = list(earlier or []), time.time(), time.time()
+    before = history[-1] if history else {"step": 0, "tokens": 0, "seconds": 0.0}
     total = steps or 10**9
     bar = tqdm(total=steps, disable=not dist.main, unit="step", dynamic_ncols=True, mininterval=2)
     snapshots_left = set(snapshot_at)
@@ -259,7 +283,8 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
         loss = dist.mean(loss)          # a collective: every rank calls it
         if dist.main:
             elapsed = time.time() - start
-            record = {"step": step, "tokens": step * tokens_per_step, "seconds": round(elapsed, 1),
+            record = {"step": before["step"] + step, "tokens": before["tokens"] + step * tokens_per_step,
+                      "seconds": round(before["seconds"] + elapsed, 1),
                       "train_loss": round(loss.item(), 4), "lr": opt.param_groups[0]["lr"]}
             if eval_fn and (step % eval_every == 0 or step == total):
                 record["val_loss"] = round(eval_fn(), 4)
@@ -273,7 +298,7 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
             if snapshot_when is not None and snapshot_when(record):
                 due, snapshot_when = {"event"}, None
             if due and on_save and step < total:
-                on_save(history, f"snapshots/step-{step:06d}")
+                on_save(history, f"snapshots/step-{record['step']:06d}")
             elif on_save and time.time() - last_save > save_every_min * 60:
                 on_save(history, None)
                 last_save = time.time()
@@ -308,9 +333,7 @@ scratch by toyviz for teaching. Load it with `toyviz.load("{facts.get('out', kin
 Training text: {facts.get('train_chars', '?'):,} characters. Texts are public domain.
 
 ## Recipe
-- Command: `{facts['command']}`
-- Trained on: {facts['device']} ({facts['train_minutes']:.1f} minutes, {facts['steps']} steps, {facts['tokens']:,} tokens)
-{cpu_note(facts)}- Config: `{json.dumps(facts['config'])}`
+{recipe_lines(facts)}{cpu_note(facts)}{why_line(facts)}- Config: `{json.dumps(facts['config'])}`
 - Parameters: {facts['params']:,}; weights stored as {facts['dtype']}
 
 ## Metrics (held-out data)
@@ -321,6 +344,23 @@ Training text: {facts.get('train_chars', '?'):,} characters. Texts are public do
 ## Licence
 Code MIT. Training texts public domain (the name "World English Bible" is a trademark for unmodified text).
 """
+
+
+def recipe_lines(facts: dict) -> str:
+    """The command and its cost; for a run that continued an earlier checkpoint (--init), each stage."""
+    runs = stages(facts)
+    if len(runs) == 1:
+        return (f"- Command: `{facts['command']}`\n- Trained on: {facts['device']} ({facts['train_minutes']:.1f} "
+                f"minutes, {facts['steps']} steps, {facts['tokens']:,} tokens)\n")
+    lines = [f"- Stage {i}{' (from the weights of stage %d)' % (i - 1) if i > 1 else ''}: `{run['command']}` "
+             f"on {run['device']}: {run['train_minutes']:.1f} minutes, {run['steps']} steps, {run['tokens']:,} tokens"
+             for i, run in enumerate(runs, 1)]
+    total = sum(run["train_minutes"] for run in runs)
+    return "\n".join(lines) + f"\n- In all: {total:.1f} minutes, {sum(run['tokens'] for run in runs):,} tokens\n"
+
+
+def why_line(facts: dict) -> str:
+    return f"- Why: {facts['note']}\n" if facts.get("note") else ""
 
 
 def cpu_note(facts: dict) -> str:
@@ -362,10 +402,14 @@ def train_gpt(args, dist: Distributed):
         tok = cached_tokenizer(f"{key}-gpt", [train_text], args.vocab, [BOS_GPT])
         train_ids = cached_ids(tok, train_text, f"{key}-{args.vocab}-train")
     torch.manual_seed(args.seed)
-    config = GPTConfig(vocab_size=tok.vocab_size, context=args.context, n_layer=args.layers, n_head=args.heads,
-                       d_model=args.d_model, positional=args.positional, feed_forward=args.feed_forward,
-                       d_ff=args.d_ff, norm=args.norm, dropout=args.dropout)
-    model = ToyGPT(config).to(args.device)
+    if args.init:
+        model, earlier = continued_gpt(Path(args.init), tok, train_text, args.device)
+        config = model.config
+    else:
+        config = GPTConfig(vocab_size=tok.vocab_size, context=args.context, n_layer=args.layers, n_head=args.heads,
+                           d_model=args.d_model, positional=args.positional, feed_forward=args.feed_forward,
+                           d_ff=args.d_ff, norm=args.norm, dropout=args.dropout)
+        model, earlier = ToyGPT(config).to(args.device), None
     bos = tok.special(BOS_GPT)
     gen = torch.Generator().manual_seed(args.seed)
     val_ids = torch.tensor(tok.encode(val_text), dtype=torch.long)
@@ -375,7 +419,11 @@ def train_gpt(args, dist: Distributed):
         share = repeat_share_at(step, args.repeat_start, args.repeat_share, args.repeat_fade)
         x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen, share)
         x, y = dist.shard(x).to(args.device), dist.shard(y).to(args.device)
-        return wrapped(x, y)[1]
+        loss = wrapped(x, y)[1]
+        if args.copy_batch:
+            x, y = copy_batch(bos, args.copy_batch, copy_period_at(step), gen)
+            loss = loss + wrapped(dist.shard(x).to(args.device), dist.shard(y).to(args.device))[1]
+        return loss
 
     def eval_fn():
         return evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice)
@@ -387,15 +435,43 @@ def train_gpt(args, dist: Distributed):
         return probe_scores(model, probes)
 
     out = Path(args.out or CHECKPOINTS / "gpt")
-    facts = {"text_source": source, "train_chars": len(train_text)}
+    facts = {"text_source": source, "train_chars": len(train_text), "earlier": earlier}
+    if args.copy_batch:
+        facts["note"] = (f"Each step also trained on {args.copy_batch} short sequences BOS + r + r (r: 8 to 63 "
+                         "random tokens): in 256-token windows with repeated spans no induction head formed "
+                         "in 17 M tokens, because an untrained head gives the right key ~1/200 of its attention "
+                         "and the circuit's gradient scales with it; in 17–127-token sequences it forms in a few "
+                         "hundred steps. The history's heads show when.")
+    if earlier and dist.main and (Path(args.init) / "snapshots").is_dir():   # the scrubber shows both runs
+        shutil.copytree(Path(args.init) / "snapshots", out / "snapshots", dirs_exist_ok=True)
     def induction_born(record):
         return "heads" in record and max(map(max, record["heads"]["induction"])) >= THRESHOLD
 
     run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
-               GPT_SNAPSHOTS, dist, probe_fn, induction_born)
+               () if earlier else GPT_SNAPSHOTS, dist, probe_fn, induction_born)
     if run is not None:
         return _finish(args, GPT(run, tok, str(out)), "gpt", out, facts,
                        lambda gpt: evaluate.evaluate_gpt(gpt, val_text))
+
+
+def continued_gpt(folder: Path, tok: Tokenizer, train_text: str, device: str):
+    """The GPT saved in `folder`, to train on (--init), and what its training recorded: the stages that
+    made it and its history. Its tokenizer must be the one the corpus is cached with."""
+    from .checkpoint import load_folder
+    _, model, tokenizers = load_folder(folder, device)
+    sample = train_text[:20_000]
+    if tokenizers["tokenizer"].encode(sample) != tok.encode(sample):
+        raise SystemExit(f"{folder} was trained with another tokenizer than this corpus's "
+                         f"(--vocab {tok.vocab_size}): --init continues a run on the same text only")
+    facts = json.loads((folder / "training.json").read_text())
+    history = json.loads((folder / "history.json").read_text())
+    return model, {"stages": stages(facts), "history": history}
+
+
+def stages(facts: dict) -> list[dict]:
+    """The runs that made a checkpoint, first to last: each with its command, device, minutes, steps, tokens."""
+    own = {k: facts[k] for k in ("command", "device", "train_minutes", "steps", "tokens")}
+    return (facts.get("earlier") or {}).get("stages", []) + [own]
 
 
 def train_translator(args, dist: Distributed):
@@ -469,15 +545,19 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
         save_folder(model, tokenizers, folder)
         (folder / "history.json").write_text(json.dumps(history))
 
+    earlier = facts.get("earlier") or {}
     history = train_loop(model, loss_fn, steps=args.steps, minutes=args.minutes, lr=args.lr, warmup=args.warmup,
                          lr_floor=args.lr_floor, dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every,
-                         probe_fn=probe_fn, probe_every=args.probe_every, snapshot_when=snapshot_when)
+                         probe_fn=probe_fn, probe_every=args.probe_every, snapshot_when=snapshot_when,
+                         earlier=earlier.get("history"))
+    if earlier:
+        facts["earlier"] = {"stages": earlier["stages"]}   # its history is now part of this run's
     if not dist.main:
         return None
     dist.take_all_cores()
-    facts.update({"train_minutes": (time.time() - start) / 60, "steps": history[-1]["step"],
-                  "tokens": history[-1]["tokens"]})
+    steps = len(history) - len(earlier.get("history", []))          # this run's, one record a step
+    facts.update({"train_minutes": (time.time() - start) / 60, "steps": steps, "tokens": steps * tokens_per_step})
     save(history, None)
     facts["history"] = history
     return model.eval()
@@ -516,6 +596,11 @@ def parse_args(argv):
                    help="translator: one BPE vocabulary and embedding table for English and Spanish")
     p.add_argument("--text", action="append", help="gpt: train on this UTF-8 file or folder of .txt files")
     p.add_argument("--val-text", help="gpt: held-out text (default: the last 5%% of --text)")
+    p.add_argument("--init", help="gpt: continue from this checkpoint folder's weights and history "
+                                  "(its architecture; the size flags are ignored)")
+    p.add_argument("--copy-batch", type=int, default=0,
+                   help="gpt: also train on this many short repeated random-token sequences a step "
+                        "(they make induction heads form; see copy_batch)")
     args = p.parse_args(argv)
     for flag, value in DEFAULTS[args.kind].items():
         if getattr(args, flag) is None:
