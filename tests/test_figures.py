@@ -456,6 +456,10 @@ def test_model_figures():
     loss = model_figs.loss_curve(history, x="tokens")
     assert [d.name for d in loss.data] == ["train", "validation"] and len(loss.data[1].x) == 4
     assert len(model_figs.loss_curve([{"step": 1, "train_loss": 3.0}]).data) == 1
+    continued = history + [{"step": s, "tokens": 1000 * s, "train_loss": 0.2, "copy_loss": 8 - s / 4} for s in range(20, 30)]
+    loss = model_figs.loss_curve(continued)                # a run continued with copy batches (train --init)
+    assert [d.name for d in loss.data] == ["train", "validation", "repeated random tokens"]
+    assert list(loss.data[2].x) == list(range(20, 30)) and loss.data[2].y[0] == 3.0
 
 
 def test_parameter_bars_draw_whatever_they_are_given():

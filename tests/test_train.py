@@ -446,3 +446,18 @@ def test_init_refuses_a_checkpoint_of_another_tokenizer(tmp_path, data_dir, corp
     with pytest.raises(SystemExit, match="another tokenizer"):
         main(["gpt", "--text", str(corpus_file), "--steps", "2", *other, "--init", str(first),
               "--out", str(tmp_path / "second")])
+
+
+def test_named_losses_are_each_recorded_and_their_sum_is_trained():
+    model, loss_fn = tiny_run(Distributed("cpu"))
+    seen = []
+
+    def two_losses(step, wrapped):
+        lm = loss_fn(step, wrapped)
+        seen.append(lm.item())
+        return {"train_loss": lm, "copy_loss": 2 * lm}
+
+    history = train_loop(model, two_losses, steps=3, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
+                         tokens_per_step=BATCH * CONTEXT)
+    assert [r["train_loss"] for r in history] == pytest.approx(seen, abs=1e-4)
+    assert [r["copy_loss"] for r in history] == pytest.approx([2 * v for v in seen], abs=1e-4)

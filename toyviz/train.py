@@ -238,7 +238,9 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
                lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
                snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1,
                probe_fn=None, probe_every: int = 0, snapshot_when=None, earlier: list | None = None):
-    """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch.
+    """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch, or a dict of
+    named losses whose sum is minimised and each of which the history records ("train_loss": the
+    language-modelling loss, which the curves compare across runs).
 
     With `minutes` and no `steps`, the step count is estimated from the time of steps 5–25 and the
     time already spent, and estimated again every RETIME_EVERY steps from the latest steps, so a run
@@ -274,25 +276,28 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
         for group in opt.param_groups:
             group["lr"] = lr_at(step, total, lr, warmup, lr_floor)      # total is 10**9 until --minutes fixes it
         wrapped.train()
-        loss = loss_fn(step, wrapped)
+        losses = loss_fn(step, wrapped)
+        losses = losses if isinstance(losses, dict) else {"train_loss": losses}
+        loss = sum(losses.values())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
-        loss = dist.mean(loss)          # a collective: every rank calls it
+        losses = {name: dist.mean(value).item() for name, value in losses.items()}   # collectives: every rank calls them
+        loss = sum(losses.values())
         if dist.main:
             elapsed = time.time() - start
             record = {"step": before["step"] + step, "tokens": before["tokens"] + step * tokens_per_step,
                       "seconds": round(before["seconds"] + elapsed, 1),
-                      "train_loss": round(loss.item(), 4), "lr": opt.param_groups[0]["lr"]}
+                      **{name: round(value, 4) for name, value in losses.items()}, "lr": opt.param_groups[0]["lr"]}
             if eval_fn and (step % eval_every == 0 or step == total):
                 record["val_loss"] = round(eval_fn(), 4)
             if probe_fn and (step % probe_every == 0 or step == total):
                 record["heads"] = probe_fn()
             history.append(record)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{step * tokens_per_step / elapsed:,.0f}")
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{step * tokens_per_step / elapsed:,.0f}")
             due = {f for f in snapshots_left if step >= f * total}
             snapshots_left -= due
             if snapshot_when is not None and snapshot_when(record):
@@ -420,10 +425,10 @@ def train_gpt(args, dist: Distributed):
         x, y = gpt_batch(train_ids, bos, args.batch, args.context, gen, share)
         x, y = dist.shard(x).to(args.device), dist.shard(y).to(args.device)
         loss = wrapped(x, y)[1]
-        if args.copy_batch:
-            x, y = copy_batch(bos, args.copy_batch, copy_period_at(step), gen)
-            loss = loss + wrapped(dist.shard(x).to(args.device), dist.shard(y).to(args.device))[1]
-        return loss
+        if not args.copy_batch:
+            return loss
+        x, y = copy_batch(bos, args.copy_batch, copy_period_at(step), gen)
+        return {"train_loss": loss, "copy_loss": wrapped(dist.shard(x).to(args.device), dist.shard(y).to(args.device))[1]}
 
     def eval_fn():
         return evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice)

@@ -50,6 +50,8 @@ def attention_memory(n_head: int, *, batch: int = 1, n_layer: int = 1, lengths=N
                       f"{'s' * (n_layer != 1)} × T²", filename="toyviz-attention-memory", projector=projector)
 
 
+# the history's losses, drawn where recorded; copy_loss: short repeated random-token sequences (train --copy-batch)
+LOSSES = (("train_loss", "train"), ("val_loss", "validation"), ("copy_loss", "repeated random tokens"))
 TIMELINE_PATTERNS = (("induction", "induction score"), ("previous-token", "previous-token score"))
 
 
@@ -57,17 +59,18 @@ def loss_curve(history: list[dict], *, x: str = "step", projector: bool = False)
     """Training (and validation, where logged) loss against steps or tokens seen: both falling
     means learning; validation rising while training falls means memorising. Where the history
     recorded head probes, panels below share the time axis: each head's induction and previous-token
-    score over the probe set — where an induction head is born, the loss drops with it."""
+    score over the probe set — where an induction head is born, the loss drops with it (most of all the
+    loss on repeated random tokens, where the history has it)."""
     probed = [r for r in history if "heads" in r]
     rows = 1 + len(TIMELINE_PATTERNS) * bool(probed)
     fig = subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                    row_heights=[0.4] + [0.6 / (rows - 1)] * (rows - 1) if rows > 1 else None)
     xs = lambda records: np.array([r[x] for r in records], dtype=np.float64)
-    for key, name in (("train_loss", "train"), ("val_loss", "validation")):
+    for key, name in LOSSES:
         records = [r for r in history if r.get(key) is not None]
         if records:
             fig.add_trace(go.Scatter(x=xs(records), y=np.array([r[key] for r in records], dtype=np.float32), name=name,
-                                     mode="lines" if key == "train_loss" else "lines+markers", legendgroup="loss",
+                                     mode="lines+markers" if key == "val_loss" else "lines", legendgroup="loss",
                                      hovertemplate=f"{x} %{{x:,}}: %{{y:.3f}}<extra>{name}</extra>"), row=1, col=1)
     fig.update_yaxes(title_text="loss (nats)", row=1, col=1)
     for row, (pattern, label) in enumerate(TIMELINE_PATTERNS if probed else (), start=2):
