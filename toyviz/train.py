@@ -442,11 +442,7 @@ def train_gpt(args, dist: Distributed):
     out = Path(args.out or CHECKPOINTS / "gpt")
     facts = {"text_source": source, "train_chars": len(train_text), "earlier": earlier}
     if args.copy_batch:
-        facts["note"] = (f"Each step also trained on {args.copy_batch} short sequences BOS + r + r (r: 8 to 63 "
-                         "random tokens): in 256-token windows with repeated spans no induction head formed "
-                         "in 17 M tokens, because an untrained head gives the right key ~1/200 of its attention "
-                         "and the circuit's gradient scales with it; in 17–127-token sequences it forms in a few "
-                         "hundred steps. The history's heads show when.")
+        facts["note"] = copy_note(args.copy_batch)
     if earlier and dist.main and (Path(args.init) / "snapshots").is_dir():   # the scrubber shows both runs
         shutil.copytree(Path(args.init) / "snapshots", out / "snapshots", dirs_exist_ok=True)
     def induction_born(record):
@@ -457,6 +453,16 @@ def train_gpt(args, dist: Distributed):
     if run is not None:
         return _finish(args, GPT(run, tok, str(out)), "gpt", out, facts,
                        lambda gpt: evaluate.evaluate_gpt(gpt, val_text))
+
+
+def copy_note(n: int) -> str:
+    """The model card's reason for --copy-batch."""
+    return (f"Each step also trained on {n} short sequences BOS + r + r (r: 8 to 63 random tokens; about "
+            f"{n * 2 * 36:,} tokens a step on average once r may reach 63, not counted in the token totals above): in "
+            "256-token windows with repeated spans no induction head formed in 17 M tokens, because an "
+            "untrained head gives the right key ~1/200 of its attention and the circuit's gradient scales "
+            "with it; on 17–127-token sequences it forms in a few hundred steps. `history.json` shows when "
+            "(the heads' induction scores, and `copy_loss`).")
 
 
 def continued_gpt(folder: Path, tok: Tokenizer, train_text: str, device: str):
