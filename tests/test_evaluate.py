@@ -52,6 +52,19 @@ def test_shipped_translator_translates_a_held_in_verse():
     assert {"principio", "dios", "cielos", "tierra"} <= shared, out
 
 
+@shipped
+def test_shipped_gpt_copies_in_context_with_an_induction_head():
+    """Issue 18's targets on the probe set's repeated random sequences: a head with induction score
+    >= 0.6, the repeat's loss <= 40 % of the first copy's, and the previous-token head that feeds it."""
+    from toyviz.evaluate import head_facts
+
+    gpt = toyviz.load("gpt", device="cpu")
+    text = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun. " * 6
+    facts = head_facts(gpt, text)
+    assert facts["induction_score_max"] >= 0.6 and facts["in_context_drop"] <= 0.4, facts
+    assert facts["previous_token_score_max_on_repeats"] >= 0.6, facts
+
+
 def test_in_context_drop_is_the_second_copys_loss_over_the_first(tiny_gpt):
     from toyviz.evaluate import in_context_drop
     from toyviz.heads import make_probe_set

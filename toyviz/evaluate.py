@@ -11,6 +11,7 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -64,13 +65,19 @@ def in_context_drop(model, repeats: list[list[int]], period: int) -> float:
 
 
 def head_facts(gpt, val_text: str) -> dict:
-    """The strongest induction and previous-token heads over the probe set, and the in-context drop."""
-    from .heads import make_probe_set, probe_scores
+    """The strongest induction and previous-token heads over the probe set, and the in-context drop.
+    The previous-token score is measured on the held-out text (as the Model tab's timeline) and on the
+    repeated random sequences, where the induction head reads it: on text a previous-token head also
+    looks at the first token and at earlier words, so the two differ."""
+    from .heads import make_probe_set, pattern_scores, probe_scores
 
     probes = make_probe_set(gpt.bos, gpt.model.config.vocab_size, gpt.tokenizer.encode(val_text))
     scores = probe_scores(gpt.model, probes)
+    on_repeats = np.mean([[[pattern_scores(a, ids)["previous-token"] for a in layer]
+                           for layer in gpt.model.trace(ids).attention] for ids in probes.repeats], axis=0)
     return {"induction_score_max": max(map(max, scores["induction"])),
             "previous_token_score_max": max(map(max, scores["previous-token"])),
+            "previous_token_score_max_on_repeats": round(float(on_repeats.max()), 4),
             "in_context_drop": in_context_drop(gpt.model, probes.repeats, probes.period)}
 
 
