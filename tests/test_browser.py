@@ -161,6 +161,27 @@ def test_generation_streams_text_into_the_page(url, page):
     assert not error_toasts(page)
 
 
+def test_two_tabs_of_one_browser_stream_at_once(url, browser):
+    """A student with the Sample tab open twice: both generations stream, at the same time."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        pages = [context.new_page() for _ in range(2)]
+        for page in pages:
+            stream.open_sample_tab(page, url, 64)
+        for page in pages:
+            page.locator("#generate").click()
+        for page in pages:
+            page.locator("#generated .token-prob").nth(63).wait_for(state="attached", timeout=60_000)
+        # [tokens shown, ms since the epoch] for each update of each page
+        runs = [page.evaluate("window.__updates.map(([n, t]) => [n, performance.timeOrigin + t])") for page in pages]
+    finally:
+        context.close()
+    print("\ntwo tabs: " + ", ".join(f"{len(r)} updates over {(r[-1][1] - r[0][1]) / 1000:.2f} s" for r in runs))
+    assert all(len(r) >= 20 for r in runs), [len(r) for r in runs]
+    (a, b) = runs
+    assert a[0][1] < b[-1][1] and b[0][1] < a[-1][1], "one tab waited for the other to finish"
+
+
 def test_stop_ends_a_generation_within_a_second(url, page):
     figures = stream.stop(page, url)
     print(f"\nstop: the last update came {figures['after_stop_s']:.2f} s after Stop, "
