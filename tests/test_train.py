@@ -439,13 +439,16 @@ def test_init_continues_a_checkpoint_and_its_card_lists_both_stages(tmp_path, da
     assert [s["steps"] for s in facts["earlier"]["stages"]] == [6] and facts["steps"] == 4
 
 
-def test_init_refuses_a_checkpoint_of_another_tokenizer(tmp_path, data_dir, corpus_file):
+def test_init_refuses_a_checkpoint_of_another_tokenizer_or_kind(tmp_path, data_dir, corpus_file):
     first = tmp_path / "first"
     main(["gpt", "--text", str(corpus_file), "--steps", "2", *TINY, "--out", str(first)])
     other = [a if a != "300" else "320" for a in TINY]                         # --vocab 320
-    with pytest.raises(SystemExit, match="another tokenizer"):
+    with pytest.raises(SystemExit, match="other tokenizers"):
         main(["gpt", "--text", str(corpus_file), "--steps", "2", *other, "--init", str(first),
               "--out", str(tmp_path / "second")])
+    with pytest.raises(SystemExit, match="holds a translator, not a gpt"):
+        main(["gpt", "--text", str(corpus_file), "--steps", "2", *TINY, "--init", str(CHECKPOINTS / "translator"),
+              "--out", str(tmp_path / "third")])
 
 
 def test_named_losses_are_each_recorded_and_their_sum_is_trained():

@@ -408,7 +408,7 @@ def train_gpt(args, dist: Distributed):
         train_ids = cached_ids(tok, train_text, f"{key}-{args.vocab}-train")
     torch.manual_seed(args.seed)
     if args.init:
-        model, earlier = continued_gpt(Path(args.init), tok, train_text, args.device)
+        model, earlier = continued(Path(args.init), "gpt", {"tokenizer": tok}, train_text[:20_000], args.device)
         config = model.config
     else:
         config = GPTConfig(vocab_size=tok.vocab_size, context=args.context, n_layer=args.layers, n_head=args.heads,
@@ -465,15 +465,17 @@ def copy_note(n: int) -> str:
             "(the heads' induction scores, and `copy_loss`).")
 
 
-def continued_gpt(folder: Path, tok: Tokenizer, train_text: str, device: str):
-    """The GPT saved in `folder`, to train on (--init), and what its training recorded: the stages that
-    made it and its history. Its tokenizer must be the one the corpus is cached with."""
-    from .checkpoint import load_folder
-    _, model, tokenizers = load_folder(folder, device)
-    sample = train_text[:20_000]
-    if tokenizers["tokenizer"].encode(sample) != tok.encode(sample):
-        raise SystemExit(f"{folder} was trained with another tokenizer than this corpus's "
-                         f"(--vocab {tok.vocab_size}): --init continues a run on the same text only")
+def continued(folder: Path, kind: str, tokenizers: dict[str, Tokenizer], sample: str, device: str):
+    """The model saved in `folder`, to train on (--init), and what its training recorded: the stages that
+    made it and its history. Its tokenizers must be the ones this corpus is cached with (checked on
+    `sample`): the token ids it learned must mean the same."""
+    from .checkpoint import kind_of, load_folder
+    if kind_of(folder) != kind:
+        raise SystemExit(f"{folder} holds a {kind_of(folder)}, not a {kind}")
+    _, model, saved = load_folder(folder, device)
+    if any(saved[stem].encode(sample) != tok.encode(sample) for stem, tok in tokenizers.items()):
+        raise SystemExit(f"{folder} was trained with other tokenizers than this corpus's "
+                         f"(--vocab, --shared-vocab): --init continues a run on the same data only")
     facts = json.loads((folder / "training.json").read_text())
     history = json.loads((folder / "history.json").read_text())
     return model, {"stages": stages(facts), "history": history}
@@ -505,12 +507,17 @@ def train_translator(args, dist: Distributed):
     val = [encoded[i] for i in order[:500]]              # a validation slice for the loss curve
     train = [encoded[i] for i in order[500:]]
     torch.manual_seed(args.seed)
-    config = TranslatorConfig(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size,
-                              context=args.context, n_encoder_layer=args.layers, n_decoder_layer=args.layers,
-                              n_head=args.heads, d_model=args.d_model, d_ff=args.d_ff,
-                              feed_forward=args.feed_forward, norm=args.norm, dropout=args.dropout,
-                              shared_vocab=args.shared_vocab)
-    model = ToyTranslator(config).to(args.device)
+    if args.init:
+        sample = "\n".join(p.en + "\n" + p.es for p in train_pairs[:500])
+        model, earlier = continued(Path(args.init), "translator", {"source": src_tok, "target": tgt_tok}, sample,
+                                   args.device)
+    else:
+        config = TranslatorConfig(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size,
+                                  context=args.context, n_encoder_layer=args.layers, n_decoder_layer=args.layers,
+                                  n_head=args.heads, d_model=args.d_model, d_ff=args.d_ff,
+                                  feed_forward=args.feed_forward, norm=args.norm, dropout=args.dropout,
+                                  shared_vocab=args.shared_vocab)
+        model, earlier = ToyTranslator(config).to(args.device), None
     src_pad, tgt_pad, bos = src_tok.special(PAD), tgt_tok.special(PAD), tgt_tok.special("<|bos|>")
 
     buckets = length_buckets(train, args.batch, gen)
@@ -533,7 +540,8 @@ def train_translator(args, dist: Distributed):
 
     mean_tokens = sum(len(s) + len(t) for s, t in train[:1000]) / 1000
     out = Path(args.out or CHECKPOINTS / "translator")
-    facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train)}
+    facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train),
+             "earlier": earlier}
     run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
                train_loss, eval_fn,
                int(args.batch * mean_tokens), (), dist, None)
@@ -607,7 +615,7 @@ def parse_args(argv):
                    help="translator: one BPE vocabulary and embedding table for English and Spanish")
     p.add_argument("--text", action="append", help="gpt: train on this UTF-8 file or folder of .txt files")
     p.add_argument("--val-text", help="gpt: held-out text (default: the last 5%% of --text)")
-    p.add_argument("--init", help="gpt: continue from this checkpoint folder's weights and history "
+    p.add_argument("--init", help="continue from this checkpoint folder's weights and history "
                                   "(its architecture; the size flags are ignored)")
     p.add_argument("--copy-batch", type=int, default=0,
                    help="gpt: also train on this many short repeated random-token sequences a step "
