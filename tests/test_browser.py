@@ -313,6 +313,19 @@ def test_the_model_picker_switches_to_a_translator_stack_and_links_to_it(url, pa
     assert not error_toasts(page) and not page.errors
 
 
+def test_the_header_leaves_the_screen_to_the_figures(url, browser):
+    """The prompt, the model picker and the buttons above the tabs take at most 300 px at 1440×900."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    try:
+        open_app(page, url, "?tab=attention")
+        expect()(title(page, "attn-plot")).to_contain_text("layer 0, head 0", timeout=WAIT)
+        top = page.evaluate("document.querySelector('[role=tab]').getBoundingClientRect().top + window.scrollY")
+    finally:
+        page.close()
+    print(f"\nthe tabs start {top:.0f} px from the top at 1440×900")
+    assert top <= 300, top
+
+
 def test_projector_deep_link(url, page):
     open_app(page, url, "?tab=sample&projector=1")
     expect()(page.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)
@@ -386,14 +399,28 @@ CLIPPED = """() => {
                 problems.push(`${id}: "${text.textContent.slice(0, 40)}" outside its figure`);
         }
     }
+    // a word in a table broken across two lines (a line may break at a space, hyphen or slash)
+    for (const cell of document.querySelectorAll('table th, table td')) {
+        if (cell.getBoundingClientRect().width === 0) continue;
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let node; (node = walker.nextNode()); ) {
+            for (const word of node.textContent.matchAll(/[^\s\-\/]+/g)) {
+                const range = document.createRange();
+                range.setStart(node, word.index);
+                range.setEnd(node, word.index + word[0].length);
+                const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                if (lines.size > 1) problems.push(`table: the word "${word[0]}" is broken across lines`);
+            }
+        }
+    }
     return problems;
 }"""
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["720p", "1080p"])
 def test_projector_mode_fits_every_tab(url, browser, size):
-    """On a projector every tab button is on screen (no overflow menu) and every figure's titles and
-    annotations stay inside the figure."""
+    """On a projector every tab button is on screen (no overflow menu), every figure's titles and
+    annotations stay inside the figure, and no word in a table is broken across two lines."""
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
     page.set_default_timeout(WAIT)
     problems = []
