@@ -464,3 +464,31 @@ def test_named_losses_are_each_recorded_and_their_sum_is_trained():
                          tokens_per_step=BATCH * CONTEXT)
     assert [r["train_loss"] for r in history] == pytest.approx(seen, abs=1e-4)
     assert [r["copy_loss"] for r in history] == pytest.approx([2 * v for v in seen], abs=1e-4)
+
+
+def test_average_last_ships_the_mean_of_the_last_evaluated_weights_only_when_it_validates_better():
+    """--average-last: the weights at the last evaluation points are averaged, and the mean replaces the
+    last weights only if eval_fn says it is better; the last history record says which was shipped."""
+    def run(prefer_averaged: bool):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        seen = []
+
+        def loss_fn(step, wrapped):
+            return (wrapped(torch.ones(1, 3)) - 10.0).pow(2).mean()   # every step moves the weights
+
+        def eval_fn():
+            w = model.weight.detach().clone()
+            seen.append(w)
+            return float(w.sum()) if prefer_averaged else -float(w.sum())  # the weights grow: last is largest
+        history = train_loop(model, loss_fn, steps=6, minutes=None, lr=0.1, warmup=1, dist=Distributed("cpu"),
+                             tokens_per_step=1, eval_fn=eval_fn, eval_every=2, average_last=3)
+        return model.weight.detach(), seen, history[-1]
+
+    weight, seen, record = run(prefer_averaged=True)
+    at_evaluations = seen[:3]                                    # steps 2, 4, 6; then the two comparisons
+    assert torch.allclose(weight, torch.stack(at_evaluations).mean(0))
+    assert record["shipped"] == "averaged" and record["averaged_checkpoints"] == 3
+    assert record["averaged_val_loss"] < record["last_val_loss"]
+    weight, seen, record = run(prefer_averaged=False)
+    assert torch.equal(weight, seen[2]) and record["shipped"] == "last"

@@ -11,6 +11,7 @@ Only rank 0 logs, evaluates and writes checkpoints.
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import json
 import math
@@ -237,7 +238,8 @@ def lr_at(step: int, total: int, peak: float, warmup: int, floor: float) -> floa
 def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: float, warmup: int,
                lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
                snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1,
-               probe_fn=None, probe_every: int = 0, snapshot_when=None, earlier: list | None = None):
+               probe_fn=None, probe_every: int = 0, snapshot_when=None, earlier: list | None = None,
+               average_last: int = 1):
     """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch, or a dict of
     named losses whose sum is minimised and each of which the history records ("train_loss": the
     language-modelling loss, which the curves compare across runs).
@@ -251,6 +253,8 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     holds is saved as a snapshot too (the GPT: the step its first induction head is born).
     `earlier`: the history of the run whose weights this one continues; the new records follow it
     (steps, tokens and seconds counted on from its last record), so one curve tells the whole story.
+    `average_last` > 1: the weights at the last that many evaluation points are averaged at the end
+    (see average_checkpoints).
     """
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -262,6 +266,7 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     total = steps or 10**9
     bar = tqdm(total=steps, disable=not dist.main, unit="step", dynamic_ncols=True, mininterval=2)
     snapshots_left = set(snapshot_at)
+    kept = collections.deque(maxlen=average_last)      # the weights at the last evaluation points
     step, timed_from = 0, (TIMED_STEPS[0], start)
     while step < total:
         if steps is None and step == timed_from[0]:
@@ -293,6 +298,8 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
                       **{name: round(value, 4) for name, value in losses.items()}, "lr": opt.param_groups[0]["lr"]}
             if eval_fn and (step % eval_every == 0 or step == total):
                 record["val_loss"] = round(eval_fn(), 4)
+                if average_last > 1:
+                    kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
             if probe_fn and (step % probe_every == 0 or step == total):
                 record["heads"] = probe_fn()
             history.append(record)
@@ -308,7 +315,24 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
                 on_save(history, None)
                 last_save = time.time()
     bar.close()
+    if dist.main and len(kept) > 1:
+        history[-1].update(average_checkpoints(model, list(kept), eval_fn))
     return history
+
+
+def average_checkpoints(model, kept: list[dict], eval_fn) -> dict:
+    """Load the mean of the `kept` weights if its validation loss is below the last weights' (averaging
+    the last checkpoints smooths out the noise of the final steps: Vaswani et al. 2017 averaged their
+    last 5), else keep the last. → what the last history record says about it."""
+    last = {k: v.clone() for k, v in model.state_dict().items()}
+    last_loss = eval_fn()
+    model.load_state_dict({k: torch.stack([w[k] for w in kept]).mean(0) if v.is_floating_point() else v
+                           for k, v in last.items()})
+    averaged_loss = eval_fn()
+    if averaged_loss >= last_loss:
+        model.load_state_dict(last)
+    return {"averaged_checkpoints": len(kept), "averaged_val_loss": round(averaged_loss, 4),
+            "last_val_loss": round(last_loss, 4), "shipped": "averaged" if averaged_loss < last_loss else "last"}
 
 
 # ---------------------------------------------------------------- the two recipes ---------
@@ -569,7 +593,7 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
                          lr_floor=args.lr_floor, dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every,
                          probe_fn=probe_fn, probe_every=args.probe_every, snapshot_when=snapshot_when,
-                         earlier=earlier.get("history"))
+                         earlier=earlier.get("history"), average_last=args.average_last)
     if earlier:
         facts["earlier"] = {"stages": earlier["stages"]}   # its history is now part of this run's
     if not dist.main:
@@ -617,6 +641,9 @@ def parse_args(argv):
     p.add_argument("--val-text", help="gpt: held-out text (default: the last 5%% of --text)")
     p.add_argument("--init", help="continue from this checkpoint folder's weights and history "
                                   "(its architecture; the size flags are ignored)")
+    p.add_argument("--average-last", type=int, default=1,
+                   help="ship the mean of the weights at the last N evaluation points, if its validation loss "
+                        "is lower than the last weights' (default 1: the last weights)")
     p.add_argument("--copy-batch", type=int, default=0,
                    help="gpt: also train on this many short repeated random-token sequences a step "
                         "(they make induction heads form; see copy_batch)")
