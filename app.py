@@ -21,16 +21,20 @@ import gradio as gr
 
 import toyviz
 from toyviz import explain, links, views
-from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, plot,
-                               show_clamped, slider)
+from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place,
+                               one_per_visitor, plot, show_clamped, slider)
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
 from toyviz.memory import settle_allocator
+from toyviz.serving import share_cores
 from toyviz.size import PRESETS
 from toyviz.variants import VARIANTS
 
 CSS = (Path(toyviz.__file__).parent / "page.css").read_text(encoding="utf-8")
+# generations decode together in one batch (toyviz.batching): a worker streaming one mostly waits for the
+# batch's next round, so many may stream at once, and the more do, the more each forward serves
+GENERATIONS_AT_ONCE = 16
 
 
 
@@ -302,8 +306,10 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
               api_visibility="private")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,
                 ui.steer_alpha]
-    gen_event = ui.go.click(bind(views.generate_view), sampling, [ui.note, ui.generated, ui.bars, ui.generated_plot],
-                            js=clamp_in_page(sampling), api_name="generate", concurrency_limit=4)   # paced: mostly asleep
+    generate = friendly(one_per_visitor(functools.partial(views.generate_view, explorer)))   # see one_per_visitor
+    gen_event = ui.go.click(generate, sampling, [ui.note, ui.generated, ui.bars, ui.generated_plot],
+                            js=clamp_in_page(sampling), api_name="generate",
+                            concurrency_limit=GENERATIONS_AT_ONCE)
     for control in (ui.max_new, ui.steer_alpha):
         show_clamped(control)
     gen_event.success(lambda: gr.update(visible=True), None, ui.generated_plot, api_visibility="private")
@@ -387,6 +393,7 @@ def main(argv=None):
                         help="translator checkpoint folder or Hub repo")
     args = parser.parse_args(argv)
     settle_allocator()                  # before the models and worker threads allocate: memory a class frees goes back
+    share_cores()                       # generations beside figure builders get the interpreter lock back sooner
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")

@@ -4,16 +4,25 @@
 
 - trace_ratio: traced forward time / plain forward time at T=128 (median of repeats)
 - generation tokens/s for 256 new tokens after a 64-token prompt, with and without the KV cache
+- streams_tokens_per_s: 8 generations of new_tokens each (different prompts, sampled), all tokens per
+  second when read one after another ("alone") and when read at once, decoded in one batch
+  (toyviz.batching, "together")
+- busy_tokens_per_s: cached generation while two threads run pure Python (as figure builders do in a
+  server), at the interpreter's default switch interval and at toyviz.serving's (see there)
 Targets on a 2-core CPU: trace_ratio ≤ 1.5, cached ≥ 3× uncached.
 """
 import argparse
 import json
 import statistics
+import sys
+import threading
 import time
 
 import torch
 
 import toyviz
+from toyviz.batching import Streams
+from toyviz.serving import SWITCH_INTERVAL_S
 
 
 def median_seconds(fn, repeats: int) -> float:
@@ -49,13 +58,57 @@ def main(argv=None):
         return n / (time.perf_counter() - start)
 
     cached, uncached = tokens_per_second(True), tokens_per_second(False)
+    streams = {"alone": round(eight_streams(model, prompt, new_tokens, together=False), 1),
+               "together": round(eight_streams(model, prompt, new_tokens, together=True), 1)}
+    busy = {f"{interval * 1e3:g}ms": round(beside_busy_threads(lambda: tokens_per_second(True), interval), 1)
+            for interval in (sys.getswitchinterval(), SWITCH_INTERVAL_S)}
     print(json.dumps({
         "device": str(gpt.device), "threads": torch.get_num_threads(), "T": T,
         "plain_forward_ms": round(plain * 1e3, 2), "traced_forward_ms": round(traced * 1e3, 2),
         "trace_ratio": round(traced / plain, 3),
         "prompt_tokens": len(prompt), "new_tokens": new_tokens,
         "cached_tokens_per_s": round(cached, 1), "uncached_tokens_per_s": round(uncached, 1),
-        "cache_speedup": round(cached / uncached, 2), "quick": args.quick}))
+        "cache_speedup": round(cached / uncached, 2), "streams_tokens_per_s": streams, "busy_tokens_per_s": busy, "quick": args.quick}))
+
+
+def eight_streams(model, prompt: list[int], new_tokens: int, together: bool) -> float:
+    """Tokens per second of 8 sampled generations (prompts differing in their first token), read one
+    after another, or each on its own thread through one Streams batch."""
+    prompts = [[(prompt[0] + i) % model.config.vocab_size] + prompt[1:] for i in range(8)]
+    streams = Streams(model)
+    read = (lambda ids, i: sum(1 for _ in streams.generate_ids(ids, new_tokens, seed=i))) if together else \
+        (lambda ids, i: sum(1 for _ in model.generate_ids(ids, new_tokens, seed=i)))
+    start = time.perf_counter()
+    if together:
+        threads = [threading.Thread(target=read, args=(ids, i)) for i, ids in enumerate(prompts)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    else:
+        for i, ids in enumerate(prompts):
+            read(ids, i)
+    return 8 * new_tokens / (time.perf_counter() - start)
+
+
+def beside_busy_threads(measure, switch_interval: float, threads: int = 2):
+    """measure() while `threads` threads spin in pure Python, at this switch interval."""
+    default, stop = sys.getswitchinterval(), threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(i * i for i in range(1000))
+    spinners = [threading.Thread(target=spin) for _ in range(threads)]
+    sys.setswitchinterval(switch_interval)
+    for spinner in spinners:
+        spinner.start()
+    try:
+        return measure()
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join()
+        sys.setswitchinterval(default)
 
 
 if __name__ == "__main__":

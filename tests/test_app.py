@@ -15,6 +15,7 @@ import base64
 import html
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -285,6 +286,27 @@ def test_generate_is_reproducible_with_a_seed(shipped):
     again = shipped.call(PROMPT, 1.0, 0, 1.0, 10, 1234, False, api="/generate")[1]
     assert visible_text(first) == visible_text(again)
 
+
+
+def test_a_visitor_streams_one_generation_at_a_time(shipped):
+    """A second Generate from the same session while the first streams gets a message that says why;
+    another visitor (their own client, their own session) is not held back, and once the first
+    generation ends the visitor may start again."""
+    first = shipped.client.submit(PROMPT, 0.8, 50, 0.95, 200, 0, False, api_name="/generate")   # paced: ~6 s
+    deadline = time.monotonic() + TIMEOUT
+    while not first.outputs() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.outputs() and not first.done(), "the first generation ended before the second began"
+    with pytest.raises(AppError, match="still streaming"):
+        shipped.call(PROMPT, 0.8, 50, 0.95, 4, 0, False, api="/generate")
+    other = gradio_client.Client(shipped.url, verbose=False, analytics_enabled=False)
+    try:
+        assert visible_text(other.submit(PROMPT, 0.8, 50, 0.95, 4, 0, False, api_name="/generate")
+                            .result(timeout=TIMEOUT)[1]).strip()
+    finally:
+        other.close()
+    first.result(timeout=TIMEOUT)
+    assert visible_text(shipped.call(PROMPT, 0.8, 50, 0.95, 4, 0, False, api="/generate")[1]).strip()
 
 # -------------------------------------------------------------------------------- bad input ----
 EMPTY = ["", "   ", " \n\t \r\n ", "\x00\x00"]

@@ -7,12 +7,14 @@ complete traces (token pieces, tokens dropped, heads to switch off).
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Iterator
 
 import torch
 
 from . import names
+from .batching import Streams
 from .checkpoint import load_folder, resolve
 from .layers import ABLATIONS
 from .sampling import top_candidates
@@ -72,6 +74,7 @@ class GPT:
         self.config = model.config
         self.bos = tokenizer.special(BOS_GPT)
         self._dictionary = None
+        self._streams, self._streams_lock = None, threading.Lock()
 
     @property
     def device(self) -> torch.device:
@@ -82,6 +85,13 @@ class GPT:
         ids = [self.bos] + self.tokenizer.encode(check_text(text))
         dropped = max(0, len(ids) - self.config.context)
         return ids[: self.config.context], dropped
+
+    def streams(self):
+        """The batch this GPT's generations with together=True share (its thread starts with the first)."""
+        with self._streams_lock:
+            if self._streams is None:
+                self._streams = Streams(self.model)
+            return self._streams
 
     def dictionary(self):
         """The sparse-autoencoder features trained on this GPT (its checkpoint's features/ folder), loaded
@@ -114,15 +124,20 @@ class GPT:
 
     def generate(self, text: str, max_new_tokens: int = 50, *, temperature: float = 1.0, top_k: int = 0,
                  top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10,
-                 steer: dict[int, torch.Tensor] | None = None) -> Iterator[Step]:
+                 steer: dict[int, torch.Tensor] | None = None, together: bool = False) -> Iterator[Step]:
         """Sample max_new_tokens after the prompt; `steer` adds vectors to the stream at every position,
-        e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.dictionary)."""
+        e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.dictionary).
+        together: decoded in one batch with the other generations streaming now (toyviz.batching), as a
+        server wants; the same tokens."""
         check_sampling(max_new_tokens, temperature, top_k, top_p)
         ids = [self.bos] + self.tokenizer.encode(check_text(text))
         decode = self.tokenizer.stream_decoder()
-        for s in self.model.generate_ids(ids, int(max_new_tokens), temperature=float(temperature),
-                                         top_k=int(top_k), top_p=float(top_p), seed=seed, use_cache=use_cache,
-                                         steer=steer):
+        settings = dict(temperature=float(temperature), top_k=int(top_k), top_p=float(top_p), seed=seed, steer=steer)
+        if together:
+            sampled = self.streams().generate_ids(ids, int(max_new_tokens), **settings)
+        else:
+            sampled = self.model.generate_ids(ids, int(max_new_tokens), use_cache=use_cache, **settings)
+        for s in sampled:
             top = [(self.tokenizer.piece(t), p) for t, p in top_candidates(s.probs, n_top)]
             yield Step(decode(s.token), s.token, self.tokenizer.piece(s.token), s.prob, top, s.logits, s.positions)
 

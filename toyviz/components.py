@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import textwrap
+import threading
 from contextlib import contextmanager
 
 import gradio as gr
@@ -57,6 +58,28 @@ def friendly(fn):
         with user_errors(fn):
             return fn(*args, **kwargs)
     return wrapper
+
+
+def one_per_visitor(stream_fn):
+    """stream_fn (a generator function) run at most once at a time per visitor (a page's session; each
+    API client has its own): with a class on one machine, nobody holds two of the workers a stream
+    needs. A second start while the first streams is refused with a message. Gradio fills `request`."""
+    streaming, lock = set(), threading.Lock()
+
+    def stream(request: gr.Request, *args):
+        visitor = getattr(request, "session_hash", None) or object()     # no session: a visitor of its own
+        with lock:
+            if visitor in streaming:
+                raise PromptError("your previous generation is still streaming: wait for it or press Stop "
+                                  "(one at a time for each visitor, so a class shares the machine fairly)")
+            streaming.add(visitor)
+        try:
+            yield from stream_fn(*args)
+        finally:
+            with lock:
+                streaming.discard(visitor)
+    stream.__name__ = getattr(getattr(stream_fn, "func", stream_fn), "__name__", "stream")
+    return stream
 
 
 MESSAGE_LINE = 60            # characters a line of an in-place message holds (it must fit a figure on a projector)

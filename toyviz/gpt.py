@@ -61,22 +61,24 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             nn.init.zeros_(module.bias)
 
     def positional(self, positions: torch.Tensor) -> torch.Tensor | None:
-        """(T, d_model) vector added to the token embeddings, or None for rope/none."""
-        kind = self.config.positional
+        """(T, d_model) vector added to the token embeddings, or None for rope/none; positions (B, T)
+        → (B, T, d_model)."""
+        kind, last = self.config.positional, int(positions.max())
         if kind == "learned":
-            if positions[-1] >= self.config.context:
+            if last >= self.config.context:
                 raise ValueError(f"learned positions stop at {self.config.context}: "
-                                 f"the table has no row for position {int(positions[-1])}")
+                                 f"the table has no row for position {last}")
             return self.pos_emb(positions)
         if kind == "sinusoidal":
-            return sinusoidal_encoding(int(positions[-1]) + 1, self.config.d_model).to(
-                self.tok_emb.weight)[positions]
+            return sinusoidal_encoding(last + 1, self.config.d_model).to(self.tok_emb.weight)[positions]
         return None
 
-    def embed(self, idx, offset: int = 0):
+    def embed(self, idx, offset: int | torch.Tensor = 0):
         """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C),
-        the positional vectors added to it (T, C) or None, and the RoPE angles (T, hs/2) or None."""
-        positions = torch.arange(offset, offset + idx.shape[1], device=idx.device)
+        the positional vectors added to it (T, C) or None, and the RoPE angles (T, hs/2) or None.
+        offset (B,), one per row (streams decoded together), makes those (B, T, C) and (B, T, hs/2)."""
+        positions = torch.arange(idx.shape[1], device=idx.device)
+        positions = positions + (offset[:, None] if torch.is_tensor(offset) else offset)        # (T,) or (B, T)
         x = self.tok_emb(idx) * self.embed_scale                         # (B, T, C)
         pos = self.positional(positions)
         if pos is not None:

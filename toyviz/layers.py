@@ -43,13 +43,17 @@ def sinusoidal_encoding(length: int, d_model: int, variant: str = "correct") -> 
 
 
 def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> torch.Tensor:
-    """[T, d_head/2] rotation angle of each (2i, 2i+1) pair of q/k at each position."""
+    """[T, d_head/2] rotation angle of each (2i, 2i+1) pair of q/k at each position; positions (B, T)
+    (rows at their own positions: a batch of streams) → [B, T, d_head/2]."""
     inv_freq = base ** (-torch.arange(0, d_head, 2, dtype=torch.float32, device=positions.device) / d_head)
-    return positions.float()[:, None] * inv_freq[None, :]
+    return positions.float()[..., None] * inv_freq
 
 
 def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Rotate each (2i, 2i+1) pair of x (…, T, d_head) by angles (T, d_head/2)."""
+    """Rotate each (2i, 2i+1) pair of x (…, T, d_head) by angles (T, d_head/2), or x (B, nh, T, d_head)
+    by one row's angles each (B, T, d_head/2)."""
+    if angles.dim() == 3:
+        angles = angles[:, None]                                         # (B, 1, T, hs/2): every head alike
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
@@ -100,6 +104,75 @@ class KVCache:
     def length(self) -> int:
         return next(iter(self.layers.values()))[0].shape[2] if self.layers else 0
 
+    def keep(self, layer: int) -> torch.Tensor | None:
+        """Which of the keys `extend` returned are real: all of them here."""
+        return None
+
+
+class StreamsCache(KVCache):
+    """The keys and values of several independent sequences decoded together, one row each
+    (toyviz.batching): row r holds its own positions 0 … lengths[r] − 1. Rows differ in length, so each
+    layer's keys sit in a buffer padded at the end, and `keep` masks the padding. A sequence joins with
+    the cache of its own prompt (`put`) and leaves (`drop`) without touching the other rows' keys.
+    During a forward every row gets one new position; `advance` then counts it."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity                                         # positions a row can hold
+        self.rows = 0
+        self.lengths = torch.zeros(0, dtype=torch.long)                  # (rows,)
+        self.buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # layer → (R, nh, capacity, hs) × 2
+
+    def put(self, row: int, cache: KVCache):
+        """Row `row` (an existing one, or `rows` to add one) takes over a one-sequence cache."""
+        for layer, (k, v) in cache.layers.items():
+            if layer not in self.buffers or row >= self.buffers[layer][0].shape[0]:
+                self._grow(layer, k, max(4, 2 * (row + 1)))
+            kb, vb = self.buffers[layer]
+            kb[row, :, : k.shape[2]], vb[row, :, : v.shape[2]] = k[0], v[0]
+        if row == self.rows:
+            self.rows += 1
+            self.lengths = torch.cat((self.lengths.to(self.buffers[0][0].device), self.lengths.new_zeros(1)))
+        self.lengths[row] = cache.length
+
+    def _grow(self, layer: int, like: torch.Tensor, rows: int):
+        old = self.buffers.get(layer)
+        shape = (rows, like.shape[1], self.capacity, like.shape[3])
+        new = (like.new_zeros(shape), like.new_zeros(shape))
+        if old is not None:
+            for buffer, kept in zip(new, old):
+                buffer[: kept.shape[0]] = kept
+        self.buffers[layer] = new
+
+    def drop(self, row: int):
+        """Remove a row; the last row moves into its place (the caller moves its sequence too)."""
+        last = self.rows - 1
+        if row != last:
+            for kb, vb in self.buffers.values():
+                kb[row], vb[row] = kb[last], vb[last]
+            self.lengths[row] = self.lengths[last]
+        self.rows, self.lengths = last, self.lengths[:last].clone()
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        """k, v (rows, nh, 1, hs): each row's newest position, written at its own length."""
+        kb, vb = self.buffers[layer]
+        rows = torch.arange(self.rows, device=k.device)
+        kb[rows, :, self.lengths], vb[rows, :, self.lengths] = k[:, :, 0], v[:, :, 0]
+        width = int(self.lengths.max()) + 1
+        return kb[: self.rows, :, :width], vb[: self.rows, :, :width]
+
+    def keep(self, layer: int) -> torch.Tensor:
+        width = int(self.lengths.max()) + 1
+        return torch.arange(width, device=self.lengths.device)[None, :] <= self.lengths[:, None]   # (rows, Tk)
+
+    def advance(self):
+        self.lengths += 1
+
+    @property
+    def length(self) -> torch.Tensor:
+        """(rows,) each row's next position."""
+        return self.lengths
+
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate Q, K, V and output projections.
@@ -139,6 +212,8 @@ class MultiHeadAttention(nn.Module):
             q, k = apply_rope(q, rope), apply_rope(k, rope)
         if memory is None and cache is not None:
             k, v = cache.extend(layer, k, v)                             # (B, nh, Tk, hs)
+            padding = cache.keep(layer)                                  # rows of unequal length: (B, Tk)
+            key_keep = padding if key_keep is None or padding is None else key_keep & padding
         Tk = k.shape[2]
         allowed = None                                                   # (B or 1, 1, Tq, Tk) bool
         if causal and Tq > 1:

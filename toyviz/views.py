@@ -392,7 +392,7 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
     with explorer.generations():
-        for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer):
+        for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer, together=True):
             pieces.append((step.text, step.prob))
             tokens.append((step.piece, step.prob))
             if explorer.generations.now <= BUSY_GENERATIONS:       # a class waiting: no time to sleep

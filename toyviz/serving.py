@@ -1,0 +1,20 @@
+"""How one server process shares its cores among a class's requests.
+
+Gradio answers every request on a worker thread, and all of them share one interpreter lock (the GIL).
+A generation or a beam search runs hundreds of small torch operations a token, and each one lets go of
+the lock while it runs; when another thread is building plotly figures (pure Python) beside it, taking
+the lock back waits for that thread's time slice to end: the switch interval, 5 ms by default. So every
+small operation costs up to 5 ms, and a class's generations crawl (`python -m benchmarks.core`:
+`busy_tokens_per_s`). A 1 ms slice makes the figure builders hand the lock over sooner, for a little
+more switching.
+"""
+from __future__ import annotations
+
+import sys
+
+SWITCH_INTERVAL_S = 0.001
+
+
+def share_cores() -> None:
+    """Threads doing many short torch operations get the lock back within SWITCH_INTERVAL_S."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
