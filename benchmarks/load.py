@@ -12,7 +12,7 @@ until the time is up, thinks for 1–4 s (uniform) and then does one of:
 Every request waits at most --timeout seconds (a student who gives up: the job is cancelled).
 The students' threads share this process, so on a small machine they take CPU from the server too.
 
-- requests: requests sent (answered + errors + client timeouts); requests_per_s over the run
+- requests: requests sent (answered + errors + client timeouts); requests_per_s: the class's, over its run
 - errors: requests the app failed (its error message, a wrong answer, a dropped connection), plus
   students who could not connect; error_messages: the first few, "endpoint: message"
 - client_timeouts: requests (or connects) still unanswered after --timeout seconds
@@ -28,6 +28,9 @@ The students' threads share this process, so on a small machine they take CPU fr
   rss_timeline_mb: every 10 s during the class (levelling off = caches filling, still rising = a leak)
 - server_tracebacks: tracebacks in the server's log; server_errors: their final lines, counted;
   server_error_frames: the innermost frame of each, counted (the log is kept with --log)
+- burst: after the class, every student presses Generate at the same moment (a lecturer: "now all of
+  you"): count, p50_s/p95_s of the whole generation, burst_first_token_p50_s/_p95_s (its errors and
+  timeouts count in errors and client_timeouts)
 - alive_after: a fresh client's /tokens request answered after the class
 - targets (issue 17, 2-core CPU): 0 errors, 0 client timeouts, tab p95 ≤ 3 s, first-token p95 ≤ 2 s,
   RSS growth ≤ 150 MB; each {value, target, met}
@@ -329,6 +332,35 @@ def warm_up(url: str, timeout: float, seed: int, out: Class):
         pass
 
 
+def burst(url: str, students: int, timeout: float, seed: int, out: Class):
+    """Every student connected, then all press Generate at once (records with action "burst")."""
+    rng, clients = random.Random(-2 - seed), []
+    for _ in range(students):
+        start = time.monotonic()
+        try:
+            clients.append(connect(url, timeout))
+        except Exception as err:                                       # noqa: BLE001 — counted, reported
+            out.add(connect_failure(err, start))
+    requests = [request_args("generate", rng) for _ in clients]
+    together = threading.Barrier(len(clients) or 1)
+
+    def press(client, endpoint, args):
+        together.wait()
+        record = request(client, "generate", endpoint, args, timeout)
+        record.action = "burst"
+        out.add(record)
+    threads = [threading.Thread(target=press, args=(c, *r), daemon=True) for c, r in zip(clients, requests)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=2 * timeout)
+    for client in clients:
+        try:
+            client.close()
+        except Exception:                                              # noqa: BLE001 — best effort
+            pass
+
+
 def alive(url: str, timeout: float) -> bool:
     try:
         outputs = connect(url, timeout).submit("Still there?", False, "gpt", api_name="/tokens").result(timeout=timeout)
@@ -358,13 +390,19 @@ def summarise(out: Class, elapsed: float, stuck: list) -> dict:
     ok = [r for r in sent if r.outcome == "ok"]
     actions = {a: spread([r.seconds for r in ok if r.action == a]) for a, _ in MIX}
     actions.update({f"tab/{e}": spread([r.seconds for r in ok if r.action == "tab" and r.endpoint == e]) for e in TAB_ENDPOINTS})
-    first = [r.first_token for r in sent if r.action == "generate" and r.outcome == "ok" and r.first_token is not None]
+    first = lambda action: [r.first_token for r in sent if r.action == action and r.outcome == "ok"
+                            and r.first_token is not None]
+    actions["burst"] = spread([r.seconds for r in ok if r.action == "burst"])
     messages = collections.Counter(f"{r.endpoint}: {r.message}" for r in errors + timeouts)
-    return {"requests": len(sent), "requests_per_s": round(len(sent) / elapsed, 2) if elapsed else None,
+    in_class = [r for r in sent if r.action in dict(MIX)]
+    return {"requests": len(sent), "requests_per_s": round(len(in_class) / elapsed, 2) if elapsed else None,
             "errors": len(errors), "error_messages": [f"{m} (×{n})" for m, n in messages.most_common(5)],
             "client_timeouts": len(timeouts) + len(stuck), "stuck_students": stuck,
             "actions": actions,
-            "first_token_p50_s": spread(first)["p50_s"], "first_token_p95_s": spread(first)["p95_s"],
+            "first_token_p50_s": spread(first("generate"))["p50_s"],
+            "first_token_p95_s": spread(first("generate"))["p95_s"],
+            "burst_first_token_p50_s": spread(first("burst"))["p50_s"],
+            "burst_first_token_p95_s": spread(first("burst"))["p95_s"],
             "elapsed_s": round(elapsed, 1)}
 
 
@@ -391,7 +429,8 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
     out, elapsed, stuck = run_class(server.url, students, seconds, timeout, seed, out)
     done.set()
     sampler.join(timeout=5)
-    end_memory = server.memory_mb()
+    end_memory = server.memory_mb()             # the class's growth: before the burst's extra clients
+    burst(server.url, students, timeout, seed, out)
     figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
                **summarise(out, elapsed, stuck)}
     r = lambda x: None if x is None else round(x, 1)

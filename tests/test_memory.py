@@ -1,14 +1,16 @@
 """Byte-bounded caches (issue 17: a class must not grow the server's memory without bound)."""
+import os
 import platform
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from toyviz.explorer import Explorer
-from toyviz.memory import LRU, nbytes, settle_allocator
+from toyviz.memory import LRU, MB, nbytes, return_freed_memory, settle_allocator
 
 
 @dataclass
@@ -79,3 +81,20 @@ def test_the_explorers_trace_cache_holds_its_budget(tiny_gpt):
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 def test_the_allocator_settings_apply_under_glibc():
     assert settle_allocator() is True
+
+
+def resident_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+def test_freed_memory_in_the_middle_of_the_heap_goes_back():
+    """Every other block of 200 MB freed leaves holes the heap keeps resident; return_freed_memory
+    hands their pages back (the server calls it every RETURN_EVERY_S)."""
+    settle_allocator()
+    blocks = [bytearray(100_000) for _ in range(2000)]       # below MMAP_FROM: from the heap, touched (zeroed)
+    del blocks[::2]
+    held = resident_mb()
+    assert return_freed_memory() is True
+    assert resident_mb() < held - 50, (held, resident_mb())
+    del blocks

@@ -1,5 +1,5 @@
 """What the server keeps between requests, bounded in bytes: a thread-safe LRU cache that weighs its
-values, and the memory allocator settings of a long-running server.
+values, and how a long-running server's allocator gives freed memory back.
 
 A trace of one full-context prompt holds about 25 MB of tensors (every head's queries, keys, values,
 scores, writes, every layer's stream and the logits): a cache bounded by a count of entries lets a
@@ -12,6 +12,7 @@ import ctypes.util
 import dataclasses
 import sys
 import threading
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -83,11 +84,43 @@ def settle_allocator() -> bool:
     """Fewer heaps, and every allocation from MMAP_FROM bytes mapped and handed back to the system when
     freed, so memory follows the caches instead of only growing. True where applied (glibc), else a
     no-op returning False."""
+    libc = glibc()
+    return libc is not None and bool(libc.mallopt(M_ARENA_MAX, ARENAS)) and \
+        bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_FROM))
+
+
+def glibc():
+    """The C library, where it is glibc (with mallopt and malloc_trim); None elsewhere."""
     name = ctypes.util.find_library("c")
     if not sys.platform.startswith("linux") or name is None:
-        return False
+        return None
     try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
+        libc = ctypes.CDLL(name)
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+# Freed blocks in the middle of a heap stay resident until malloc_trim hands their pages back: after
+# a class (8 threads answering for a minute, in-process) 600 MB resident fell to 433 MB with one call,
+# of which the caches held 44 MB. A call takes up to ~70 ms under load (it locks the heaps meanwhile).
+RETURN_EVERY_S = 10.0
+
+
+def return_freed_memory() -> bool:
+    """Hand the pages of freed heap blocks back to the system (glibc's malloc_trim); False elsewhere."""
+    libc = glibc()
+    if libc is None:
         return False
-    return bool(mallopt(M_ARENA_MAX, ARENAS)) and bool(mallopt(M_MMAP_THRESHOLD, MMAP_FROM))
+    libc.malloc_trim(0)
+    return True
+
+
+def keep_returning_freed_memory(every_s: float = RETURN_EVERY_S) -> threading.Thread:
+    """A daemon thread calling return_freed_memory every `every_s` seconds while the server runs."""
+    def loop():
+        while return_freed_memory():
+            time.sleep(every_s)
+    thread = threading.Thread(target=loop, name="toyviz-return-memory", daemon=True)
+    thread.start()
+    return thread
