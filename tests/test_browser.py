@@ -379,6 +379,50 @@ def test_a_missing_gpt_folder_is_named_in_the_page(browser, tmp_path):
         demo.close()
 
 
+# "queue: 1/1" somewhere a reader sees it: Gradio keeps the trackers of events with show_progress="hidden"
+# in the page, transparent, which Playwright's "visible" accepts
+SHOWN_QUEUE_PLACE = """() => {
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node; (node = walker.nextNode()); ) {
+        if (/queue: 1\\/1/.test(node.textContent) && node.parentElement.checkVisibility(
+                {opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true})) return true;
+    }
+    return false;
+}"""
+
+
+def test_a_queued_generation_shows_its_place_in_the_queue(browser, monkeypatch):
+    """With every generation slot taken (one here, so that one visitor can take it), a visitor pressing
+    Generate sees where they stand in the queue ("queue: 1/1"), not a frozen panel, and then their text."""
+    import app
+    import gradio_client
+    monkeypatch.setattr(app, "GENERATIONS_AT_ONCE", 1)
+    demo = app.build(Explorer.load("gpt", "translator", "cpu"))
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
+                                show_error=True, css=app.CSS)
+    other = gradio_client.Client(address, verbose=False, analytics_enabled=False)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(WAIT)
+    try:
+        stream.open_sample_tab(page, address, 16)
+        # another visitor's 256 tokens at the reading pace hold the only slot for ~8 s
+        holding = other.submit("To be, or not to be", 0.8, 50, 0.95, 256, 0, False, api_name="/generate")
+        for _ in range(200):
+            if holding.outputs():
+                break
+            page.wait_for_timeout(50)
+        assert holding.outputs() and not holding.done(), "the other visitor's generation did not hold the slot"
+        page.locator("#generate").click()
+        page.wait_for_function(SHOWN_QUEUE_PLACE, timeout=WAIT)
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "generate-queued.png"), full_page=True)      # while it waits
+        page.locator("#generated .token-prob").nth(15).wait_for(state="attached", timeout=60_000)
+    finally:
+        page.close()
+        other.close()
+        demo.close()
+
 CLIPPED = """() => {
     // tab buttons off screen, and text of plotly figures (titles, axis titles, annotations) outside its figure
     const problems = [];
