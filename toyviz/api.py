@@ -128,7 +128,7 @@ class GPT:
         """Sample max_new_tokens after the prompt; `steer` adds vectors to the stream at every position,
         e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.dictionary).
         together: decoded in one batch with the other generations streaming now (toyviz.batching), as a
-        server wants; the same tokens."""
+        server wants; the same tokens (always with the KV cache: use_cache is for the uncached comparison)."""
         check_sampling(max_new_tokens, temperature, top_k, top_p)
         ids = [self.bos] + self.tokenizer.encode(check_text(text))
         decode = self.tokenizer.stream_decoder()
