@@ -68,18 +68,19 @@ def test_streams_share_one_forward_a_round():
 
 def test_a_reader_that_stops_frees_its_row():
     """A reader that goes away after 3 of 10,000 tokens (Stop, a closed page): its stream is dropped
-    instead of being computed to the end, and the others go on."""
+    instead of being computed to the end, the batch's buffers go once no stream is left, and the
+    next stream is served."""
     m = model()
     streams = Streams(m)
     reader = streams.generate_ids([1, 2, 3], 10_000, temperature=1.0, seed=0)
     first = [next(reader) for _ in range(3)]
+    assert streams.cache.buffers                                         # the stream holds a row
     reader.close()
     assert len(first) == 3
     deadline = time.monotonic() + 10
-    rounds = -1
-    while rounds != streams.rounds and time.monotonic() < deadline:     # wait until the thread idles
-        rounds = streams.rounds
-        time.sleep(0.2)
+    while (streams.rows or streams.cache.buffers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not streams.rows and not streams.cache.buffers
     assert streams.rounds < 1000, streams.rounds
     assert len(list(streams.generate_ids([4, 5], 7, temperature=0.0))) == 7
 

@@ -29,7 +29,7 @@ from .layers import KVCache, StreamsCache
 from .sampling import draw, next_token_probs
 
 
-@dataclass
+@dataclass(eq=False)                            # a stream is itself: compared and hashed by identity
 class Stream:
     """One generation: its tokens so far, its window's start, its settings, where its tokens go."""
     seq: list[int]
@@ -57,6 +57,8 @@ class Streams:
         self.wake = threading.Condition()
         self.thread: threading.Thread | None = None
         self.rounds = 0                         # batched forwards so far (tests and benchmarks read it)
+        # the thread's own: the batch's keys, and the stream in each of its rows
+        self.cache, self.rows = StreamsCache(model.config.context), []
 
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0, top_k: int = 0,
                      top_p: float = 1.0, seed: int | None = None, steer: dict[int, torch.Tensor] | None = None
@@ -85,19 +87,20 @@ class Streams:
 
     # ------------------------------------------------------------ the background thread ----
     def _serve(self):
-        cache, rows = StreamsCache(self.model.config.context), []     # rows[r]: the stream in cache row r
         while True:
             with self.wake:
-                while not self.waiting and not rows:
+                while not self.waiting and not self.rows:
                     self.wake.wait()
                 joining, self.waiting = self.waiting, []
             try:
                 with torch.no_grad():
-                    self._round(cache, rows, joining)
+                    self._round(self.cache, self.rows, joining)
             except Exception as err:            # a bug must reach the readers, not hang them
-                for stream in rows + joining:
+                for stream in set(self.rows + joining):
                     stream.out.put(err)
-                cache, rows = StreamsCache(self.model.config.context), []
+                self.rows = []
+            if not self.rows:                   # idle: the buffers (~2 MB a row here) go, not kept for the next class
+                self.cache = StreamsCache(self.model.config.context)
 
     def _round(self, cache: StreamsCache, rows: list[Stream], joining: list[Stream]):
         for stream in joining:
