@@ -75,19 +75,19 @@ def eight_streams(model, prompt: list[int], new_tokens: int, together: bool) -> 
     """Tokens per second of 8 sampled generations (prompts differing in their first token), read one
     after another, or each on its own thread through one Streams batch."""
     prompts = [[(prompt[0] + i) % model.config.vocab_size] + prompt[1:] for i in range(8)]
-    streams = Streams(model)
-    read = (lambda ids, i: sum(1 for _ in streams.generate_ids(ids, new_tokens, seed=i))) if together else \
-        (lambda ids, i: sum(1 for _ in model.generate_ids(ids, new_tokens, seed=i)))
+    source = Streams(model) if together else model
+
+    def read(i: int):
+        for _ in source.generate_ids(prompts[i], new_tokens, seed=i):
+            pass
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
     start = time.perf_counter()
-    if together:
-        threads = [threading.Thread(target=read, args=(ids, i)) for i, ids in enumerate(prompts)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    else:
-        for i, ids in enumerate(prompts):
-            read(ids, i)
+    for thread in threads:
+        thread.start()
+        if not together:
+            thread.join()                       # one after another
+    for thread in threads:
+        thread.join()
     return 8 * new_tokens / (time.perf_counter() - start)
 
 
