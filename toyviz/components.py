@@ -138,6 +138,12 @@ class FigurePlot(gr.Plot):
     def get_block_name(self) -> str:
         return "plot"
 
+    def get_config(self):
+        """gr.Plot's, without its `import bokeh`: failing, that import searches sys.path each time, and
+        Gradio asks for the config of every output an update leaves unchanged (gr.skip()), on its event
+        loop: for a class's streaming generations, hundreds of times a second. These plots are plotly's."""
+        return {**gr.components.Component.get_config(self), "bokeh_version": None}
+
     def postprocess(self, value):
         if hasattr(value, "to_json"):
             config = json.dumps(config_for((value.layout.meta or {}).get("filename", "toyviz")))

@@ -35,4 +35,4 @@ def draw(probs: torch.Tensor, generator: torch.Generator | None) -> int:
 
 def top_candidates(probs: torch.Tensor, n: int = 10) -> list[tuple[int, float]]:
     values, ids = torch.topk(probs, min(n, probs.numel()))
-    return [(int(i), float(v)) for i, v in zip(ids, values) if v > 0]
+    return [(i, v) for i, v in zip(ids.tolist(), values.tolist()) if v > 0]

@@ -369,6 +369,10 @@ def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p
 # arrives after the generation is over (redrawing the bars plot costs the page 100-300 ms each time).
 # TEXT_EVERY_S is shorter than a paced token's interval, so that a paced stream shows every token: at 1/30 s,
 # a hair longer than 1/32, every other token went out alone and the page saw 15 updates a second.
+# With more streams than BUSY_GENERATIONS the interval grows with their number, so that the server sends
+# about the same number of updates a second in all: each one costs the server's event loop (Gradio
+# rebuilds every output an update leaves unchanged), and a class's 16 streams at 40 a second each kept
+# it busy enough to delay every answer (profiled under benchmarks.load).
 TOKENS_PER_S, TEXT_EVERY_S = 32, 1 / 40
 
 
@@ -392,12 +396,14 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
     with explorer.generations():
-        for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer, together=True):
+        for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer,
+                                 together=True, n_top=0):
             pieces.append((step.text, step.prob))
             tokens.append((step.piece, step.prob))
-            if explorer.generations.now <= BUSY_GENERATIONS:       # a class waiting: no time to sleep
+            streaming = explorer.generations.now
+            if streaming <= BUSY_GENERATIONS:                      # a class waiting: no time to sleep
                 time.sleep(max(0.0, start + len(pieces) / TOKENS_PER_S - time.perf_counter()))
-            if time.perf_counter() - sent >= TEXT_EVERY_S:
+            if time.perf_counter() - sent >= TEXT_EVERY_S * max(1.0, streaming / BUSY_GENERATIONS):
                 sent = time.perf_counter()
                 yield note, probability_html(pieces), None, None
     # at the end: all the text, the last step's next-token bars, the same tokens as a figure (hover, PNG)
