@@ -396,8 +396,11 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
     with explorer.generations():
+        # a class's streams decode in one batch (toyviz.batching); one alone keeps its own loop, where Stop
+        # ends it at once (batched, the page still drew ~0.5 s of tokens after Stop: not yet explained)
+        together = explorer.generations.now > BUSY_GENERATIONS
         for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer,
-                                 together=True, n_top=0):
+                                 together=together, n_top=0):
             pieces.append((step.text, step.prob))
             tokens.append((step.piece, step.prob))
             streaming = explorer.generations.now
