@@ -24,9 +24,8 @@ from typing import Iterator
 
 import torch
 
-from .gpt import SampledToken, ToyGPT
+from .gpt import SampledToken, ToyGPT, sample, window_start
 from .layers import KVCache, StreamsCache
-from .sampling import draw, next_token_probs
 
 
 @dataclass(eq=False)                            # a stream is itself: compared and hashed by identity
@@ -107,10 +106,10 @@ class Streams:
             rows.append(stream)
             self._read_window(stream, cache, len(rows) - 1)
         self._leave(cache, rows)
-        context = self.model.config.context
         for r, stream in enumerate(rows):
-            if len(stream.seq) - stream.start > context:              # as generate_ids: jump half a window
-                stream.start = len(stream.seq) - context // 2
+            start = window_start(len(stream.seq), stream.start, self.model.config.context)
+            if start != stream.start:                                   # as generate_ids: jump half a window
+                stream.start = start
                 self._read_window(stream, cache, r)
         self._leave(cache, rows)
         if not rows:
@@ -135,12 +134,10 @@ class Streams:
 
     @staticmethod
     def _emit(stream: Stream, logits: torch.Tensor, positions: int):
-        logits = logits.float()
-        probs = next_token_probs(logits, stream.temperature, stream.top_k, stream.top_p)
-        token = draw(probs, stream.generator)
-        stream.seq.append(token)
+        step = sample(logits, stream.temperature, stream.top_k, stream.top_p, stream.generator, positions)
+        stream.seq.append(step.token)
         stream.left -= 1
-        stream.out.put(SampledToken(token, float(probs[token]), probs, logits, positions))
+        stream.out.put(step)
 
     @staticmethod
     def _leave(cache: StreamsCache, rows: list[Stream]):

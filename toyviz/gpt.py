@@ -63,14 +63,16 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
     def positional(self, positions: torch.Tensor) -> torch.Tensor | None:
         """(T, d_model) vector added to the token embeddings, or None for rope/none; positions (B, T)
         → (B, T, d_model)."""
-        kind, last = self.config.positional, int(positions.max())
+        kind = self.config.positional
         if kind == "learned":
+            last = int(positions.max())
             if last >= self.config.context:
                 raise ValueError(f"learned positions stop at {self.config.context}: "
                                  f"the table has no row for position {last}")
             return self.pos_emb(positions)
         if kind == "sinusoidal":
-            return sinusoidal_encoding(last + 1, self.config.d_model).to(self.tok_emb.weight)[positions]
+            table = sinusoidal_encoding(int(positions.max()) + 1, self.config.d_model)
+            return table.to(self.tok_emb.weight)[positions]
         return None
 
     def embed(self, idx, offset: int | torch.Tensor = 0):
@@ -156,16 +158,30 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         generator.manual_seed(seed) if seed is not None else generator.seed()
         seq, start, cache = list(ids), max(0, len(ids) - ctx), None
         for _ in range(max_new_tokens):
-            if len(seq) - start > ctx:
-                start, cache = len(seq) - ctx // 2, None
+            jumped = window_start(len(seq), start, ctx)
+            if jumped != start:                                          # read the new window afresh
+                start, cache = jumped, None
             if use_cache and cache is not None:
                 new = seq[-1:]                                           # only the newest token
             else:
                 cache = KVCache() if use_cache else None
                 new = seq[start:]
             logits, _ = self.forward(torch.tensor([new], device=device), cache=cache, steer=steer)
-            logits = logits[0, -1].float()
-            probs = next_token_probs(logits, temperature, top_k, top_p)
-            token = draw(probs, generator)
-            seq.append(token)
-            yield SampledToken(token, float(probs[token]), probs, logits, len(new))
+            step = sample(logits[0, -1], temperature, top_k, top_p, generator, len(new))
+            seq.append(step.token)
+            yield step
+
+
+def window_start(length: int, start: int, context: int) -> int:
+    """Where the window of a sequence of `length` tokens starts: at `start` while it fits the context,
+    else half a context before its end (so a cached run re-reads a window only every context/2 tokens)."""
+    return length - context // 2 if length - start > context else start
+
+
+def sample(logits: torch.Tensor, temperature: float, top_k: int, top_p: float, generator: torch.Generator,
+           positions: int) -> SampledToken:
+    """One token drawn from next-token logits (V,) with these settings; `positions`: what the step read."""
+    logits = logits.float()
+    probs = next_token_probs(logits, temperature, top_k, top_p)
+    token = draw(probs, generator)
+    return SampledToken(token, float(probs[token]), probs, logits, positions)
