@@ -3,16 +3,16 @@
     python app.py [--device cpu|cuda] [--gpt PATH_OR_REPO] [--translator PATH_OR_REPO]
 
 This file only lays out and wires: the renderers are `toyviz.views` (inputs → note and figures, no
-Gradio), the controls' ranges `toyviz.controls`, the app's Gradio pieces (a figure plot, sliders,
-how a user's error is shown) `toyviz.components`. Top to bottom: the header, each tab's layout, the
-registry binding each renderer to its tab, controls and HTTP name, deep links, start-up.
+Gradio), which renderer draws each tab from which controls `toyviz.tabs`, the controls' ranges
+`toyviz.controls`, the app's Gradio pieces (a figure plot, sliders, how a user's error is shown)
+`toyviz.components`. Top to bottom: the header, each tab's layout, the registry binding toyviz.tabs'
+names to this page's components, deep links, start-up.
 """
 from __future__ import annotations
 
 import argparse
 import functools
 import os
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,6 +29,7 @@ from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
 from toyviz.memory import keep_returning_freed_memory, settle_allocator
 from toyviz.serving import share_cores
+from toyviz.tabs import TABS, draw_every_tab
 from toyviz.size import PRESETS
 from toyviz.variants import VARIANTS
 
@@ -229,33 +230,12 @@ def model_tabs(ui, sizes):
 # ---------------------------------------------------------------- wiring -------------------
 
 def registry(ui, bind) -> dict:
-    """tab → (renderer, its inputs, its outputs, the controls that redraw it, API name)."""
-    p, proj, model = ui.prompt, ui.projector, ui.model
-    return {
-        "tokens": (bind(views.tokens_view), [p, proj, model], [ui.note] + ui.tokens_out, [], "tokens"),
-        "positional": (bind(views.positions_view), [p, ui.metric, proj, model], [ui.note] + ui.positional_out,
-                       [ui.metric], "positional"),
-        "attention": (bind(views.attention_view), [p, ui.layer, ui.head, ui.mode, ui.ablate, proj, model],
-                      [ui.note] + ui.attention_out, [ui.layer, ui.head, ui.mode, ui.ablate], "attention"),
-        "inside": (bind(views.inside_view), [p, ui.layer, ui.head, ui.query, ui.last_word, proj],
-                   [ui.note] + ui.inside_out, [ui.query, ui.last_word], "inside"),
-        "layernorm": (bind(views.layernorm_view), [p, ui.norm_name, ui.ln_position, proj, model],
-                      [ui.note] + ui.layernorm_out, [ui.norm_name, ui.ln_position], "layernorm"),
-        "residual": (bind(views.residual_view), [p, ui.res_position, proj, model], [ui.note] + ui.residual_out,
-                     [ui.res_position], "residual"),
-        "why": (bind(views.why_view), [p, ui.why_token, proj], [ui.note] + ui.why_out, [ui.why_token], "why"),
-        "features": (bind(views.features_view), [p, ui.feature, ui.feature_search, proj], [ui.note] + ui.features_out,
-                     [ui.feature, ui.feature_search], "features"),
-        "sample": (bind(views.next_token_view), [p, ui.temperature, ui.top_k, ui.top_p, proj], [ui.note, ui.bars],
-                   [ui.temperature, ui.top_k, ui.top_p], "next_token"),
-        "translate": (bind(views.translate_view), [ui.source, ui.beam, ui.attention_kind, ui.tr_layer, ui.tr_head,
-                                                   proj], [ui.note, ui.spanish] + ui.translate_out,
-                      [ui.attention_kind, ui.tr_layer, ui.tr_head], "translate"),
-        "experiments": (bind(views.experiments_view), [p, ui.exp_variants, ui.exp_x, proj], ui.experiments_out,
-                        [ui.exp_variants, ui.exp_x], "experiments"),
-        "model": (bind(views.model_view), [p, ui.snapshot, ui.x_axis, proj], ui.model_out, [ui.snapshot, ui.x_axis],
-                  "model"),
-    }
+    """tab → (renderer, its inputs, its outputs, the controls that redraw it, API name), from toyviz.tabs."""
+    def components(names):
+        return [c for name in names for c in (getattr(ui, name) if isinstance(getattr(ui, name), list)
+                                              else [getattr(ui, name)])]
+    return {name: (bind(tab.render), components(tab.inputs), components(tab.outputs), components(tab.controls),
+                   tab.api or name) for name, tab in TABS.items()}
 
 
 def wire_tabs(ui, tabs: dict):
@@ -388,16 +368,6 @@ def build(explorer: Explorer) -> gr.Blocks:
     return demo
 
 
-def warm(ui):
-    """Every tab drawn once for the page's first values before the server answers: a class opens the link
-    on the default prompt and finds its traces cached, and what the tabs build on first use (the n-gram
-    index, the features, the batch thread) is part of the start, not of a class's growth."""
-    start, values = time.perf_counter(), [control.value for control in ui.all_inputs]
-    for tab in ui.registry:
-        ui.refresh(tab, *values)
-    print(f"toyviz: every tab drawn once in {time.perf_counter() - start:.1f} s")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description="toyviz explorer")
     parser.add_argument("--device", default=None, help="cpu | cuda (default: TOYVIZ_DEVICE or auto)")
@@ -411,7 +381,9 @@ def main(argv=None):
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")
     demo = build(explorer)
-    warm(demo.ui)
+    seconds = draw_every_tab(explorer, {name: getattr(demo.ui, name).value for tab in TABS.values()
+                                        for name in tab.inputs})
+    print(f"toyviz: every tab drawn once in {seconds:.1f} s")
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
     demo.queue(default_concurrency_limit=4, max_size=64)
     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them); show_error: a value the API cannot

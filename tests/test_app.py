@@ -694,3 +694,15 @@ def test_without_a_translator_the_picker_says_so(tiny_checkpoints, tmp_path):
         a.still_answers()
     finally:
         a.close()
+
+
+def test_every_tab_drawn_before_serving_leaves_the_first_prompt_cached(tiny_checkpoints, tmp_path):
+    """app.main draws every tab once for the page's first values (toyviz.tabs.draw_every_tab); a tab that
+    cannot draw (here: no translator) does not stop the others."""
+    from toyviz.tabs import TABS, draw_every_tab
+    explorer = Explorer.load(str(tiny_checkpoints["gpt"]), str(tmp_path / "no-translator"), "cpu")
+    demo = app.build(explorer)
+    values = {name: getattr(demo.ui, name).value for tab in TABS.values() for name in tab.inputs}
+    assert not explorer.traces.items
+    assert draw_every_tab(explorer, values) > 0
+    assert explorer.traces.items

@@ -29,6 +29,10 @@ class PromptError(ValueError):
     """User input the models cannot take; the message is meant for the user."""
 
 
+# what a user's input can raise: their mistake to show on the page, not a server fault
+USER_ERRORS = (PromptError, ValueError, IndexError)
+
+
 def resolve_device(device: str | None = None) -> str:
     """Explicit argument, else TOYVIZ_DEVICE, else CUDA when present."""
     device = device or os.environ.get("TOYVIZ_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -16,11 +16,10 @@ from contextlib import contextmanager
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from .api import PromptError
+from .api import USER_ERRORS, PromptError
 from .controls import DEFAULTS, RANGES
 from .figures import config_for, message
 
-USER_ERRORS = (PromptError, ValueError, IndexError)
 # the page script the app wires in
 TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
 # a paragraph's number scrolls to its panel in place: a plain "#id" link resolves against the page's
