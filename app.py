@@ -16,6 +16,11 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+# Before torch loads MKL, which reads it once: MKL's own memory manager keeps ~8 MB of buffers for every
+# thread that ever multiplied matrices, and Gradio answers from up to 40 worker threads (a class grew
+# the server by ~300 MB; toyviz.memory.mkl_keeps_thread_buffers says whether it took).
+os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr
@@ -27,7 +32,7 @@ from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page,
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
-from toyviz.memory import keep_returning_freed_memory, settle_allocator
+from toyviz.memory import keep_returning_freed_memory, mkl_keeps_thread_buffers, settle_allocator
 from toyviz.serving import share_cores
 from toyviz.tabs import TABS, draw_every_tab
 from toyviz.size import PRESETS
@@ -376,6 +381,9 @@ def main(argv=None):
                         help="translator checkpoint folder or Hub repo")
     args = parser.parse_args(argv)
     settle_allocator()                  # before the models and worker threads allocate: memory a class frees goes back
+    if mkl_keeps_thread_buffers():
+        print("toyviz: MKL keeps buffers for every worker thread (torch was loaded before app.py set "
+              "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer")
     share_cores()                       # generations beside figure builders get the interpreter lock back sooner
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():

@@ -25,7 +25,8 @@ The students' threads share this process, so on a small machine they take CPU fr
   rss_warm_mb: after a warm-up of one request to each endpoint in turn (timed nowhere, but counted in
   requests, errors and timeouts); rss_end_mb: after the last request; rss_peak_mb: its high-water
   mark; rss_growth_mb = end − start (the target's figure); rss_growth_after_warm_up_mb = end − warm;
-  rss_timeline_mb: every 10 s during the class (levelling off = caches filling, still rising = a leak)
+  rss_timeline_mb: every 10 s during the class (levelling off = caches filling, still rising = a leak);
+  rss_by_mapping_start_mb / _end_mb: resident memory by kind of mapping (heap, anonymous, files, other)
 - server_tracebacks: tracebacks in the server's log; server_errors: their final lines, counted;
   server_error_frames: the innermost frame of each, counted (the log is kept with --log)
 - burst: after the class, every student presses Generate at the same moment (a lecturer: "now all of
@@ -125,6 +126,25 @@ class Server:
             return {}
         kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines) if k in ("VmRSS", "VmHWM")}
         return {"rss": kb.get("VmRSS", 0) / 1024, "peak": kb.get("VmHWM", 0) / 1024}
+
+    def memory_map_mb(self) -> dict:
+        """Resident memory by kind of mapping, MB, from /proc/PID/smaps ({} elsewhere): "heap" (the main
+        heap), "anonymous" (other malloc heaps, large allocations mapped on their own, thread stacks),
+        "files" (libraries, mapped files) and "other" ([stack], [vdso] ...); where growth goes."""
+        try:
+            lines = Path(f"/proc/{self.proc.pid}/smaps").read_text().splitlines()
+        except OSError:
+            return {}
+        kinds, kind = collections.Counter(), "other"
+        for line in lines:
+            fields = line.split()
+            if fields and "-" in fields[0] and not fields[0].endswith(":"):        # a mapping's header
+                name = fields[5] if len(fields) > 5 else ""
+                kind = ("heap" if name == "[heap]" else "anonymous" if not name else
+                        "other" if name.startswith("[") else "files")
+            elif fields and fields[0] == "Rss:":
+                kinds[kind] += int(fields[1]) / 1024
+        return {k: round(v, 1) for k, v in sorted(kinds.items())}
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -416,7 +436,7 @@ def targets(figures: dict) -> dict:
 
 def measure(server: Server, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0) -> dict:
     """A class of `students` on a running server for `seconds`: every figure in the docstring."""
-    start_memory, out = server.memory_mb(), Class()
+    start_memory, start_map, out = server.memory_mb(), server.memory_map_mb(), Class()
     warm_up(server.url, timeout, seed, out)
     warm_memory, timeline, done = server.memory_mb(), [], threading.Event()
 
@@ -429,7 +449,7 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
     out, elapsed, stuck = run_class(server.url, students, seconds, timeout, seed, out)
     done.set()
     sampler.join(timeout=5)
-    end_memory = server.memory_mb()             # the class's growth: before the burst's extra clients
+    end_memory, end_map = server.memory_mb(), server.memory_map_mb()   # before the burst's extra clients
     burst(server.url, students, timeout, seed, out)
     figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
                **summarise(out, elapsed, stuck)}
@@ -440,7 +460,8 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
                     "rss_growth_mb": r(end_memory["rss"] - start_memory["rss"]) if start_memory and end_memory
                     else None,
                     "rss_growth_after_warm_up_mb": r(end_memory["rss"] - warm_memory["rss"])
-                    if warm_memory and end_memory else None, "rss_timeline_mb": timeline})
+                    if warm_memory and end_memory else None, "rss_timeline_mb": timeline,
+                    "rss_by_mapping_start_mb": start_map, "rss_by_mapping_end_mb": end_map})
     figures["alive_after"] = alive(server.url, timeout)
     figures.update(server_errors(server.log()))
     figures["targets"] = targets(figures)

@@ -98,3 +98,52 @@ def test_freed_memory_in_the_middle_of_the_heap_goes_back():
     assert return_freed_memory() is True
     assert resident_mb() < held - 50, (held, resident_mb())
     del blocks
+
+
+# 20 threads each run the shipped GPT once and stay alive, as Gradio's worker threads do; the script
+# prints whether MKL kept per-thread buffers and how much resident memory the threads added
+THREADS_THAT_MULTIPLIED = """
+import json, sys, threading, time
+if sys.argv[1] == "app":
+    import app                                     # first, as `python app.py` does
+import torch
+import toyviz
+from toyviz.memory import mkl_keeps_thread_buffers, settle_allocator
+settle_allocator()
+gpt = toyviz.load("gpt", device="cpu")
+resident = lambda: int(open("/proc/self/statm").read().split()[1]) * 4096 / 2 ** 20
+def forward():
+    with torch.no_grad():
+        gpt.model(torch.randint(0, 500, (1, 100)))
+forward()
+before, hold = resident(), threading.Event()
+threads = [threading.Thread(target=lambda: (forward(), hold.wait())) for _ in range(20)]
+[t.start() for t in threads]
+time.sleep(1)
+print(json.dumps({"keeps": mkl_keeps_thread_buffers(), "growth_mb": resident() - before}))
+hold.set()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc")
+def test_worker_threads_do_not_each_keep_mkl_buffers_in_the_app():
+    """The server answers from many threads; MKL's memory manager kept ~5-8 MB for each one that
+    multiplied matrices, until app.py turned it off before torch loaded."""
+    import json
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "MKL_DISABLE_FAST_MM"}
+
+    def run(first):
+        out = subprocess.run([sys.executable, "-c", THREADS_THAT_MULTIPLIED, first], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    in_app, plain = run("app"), run("torch")
+    if plain["keeps"] is None:
+        pytest.skip("this torch has no MKL")
+    assert plain["keeps"] is True and in_app["keeps"] is False
+    assert in_app["growth_mb"] < 64, in_app
+    assert plain["growth_mb"] > in_app["growth_mb"] + 50, (plain, in_app)    # what the setting saves
