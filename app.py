@@ -33,7 +33,7 @@ from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
 from toyviz.memory import keep_returning_freed_memory, mkl_keeps_thread_buffers, settle_allocator
-from toyviz.serving import share_cores
+from toyviz.serving import share_cores, skip_missing_imports
 from toyviz.tabs import TABS, draw_every_tab
 from toyviz.size import PRESETS
 from toyviz.variants import VARIANTS
@@ -385,6 +385,7 @@ def main(argv=None):
         print("toyviz: MKL keeps buffers for every worker thread (torch was loaded before app.py set "
               "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer")
     share_cores()                       # generations beside figure builders get the interpreter lock back sooner
+    skip_missing_imports()              # Gradio's tries at matplotlib and bokeh, on every event, fail at once
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")

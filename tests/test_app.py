@@ -706,3 +706,22 @@ def test_every_tab_drawn_before_serving_leaves_the_first_prompt_cached(tiny_chec
     assert not explorer.traces.items
     assert draw_every_tab(explorer, values) > 0
     assert explorer.traces.items
+
+
+def test_modules_that_are_not_installed_fail_to_import_at_once(monkeypatch):
+    """Gradio tries matplotlib and bokeh on every event; marked missing they fail without a search."""
+    import sys
+    from toyviz.serving import skip_missing_imports
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))             # whatever is marked goes with the test
+    assert skip_missing_imports(("json", "toyviz_surely_not_installed")) == ["toyviz_surely_not_installed"]
+    assert sys.modules["toyviz_surely_not_installed"] is None and sys.modules["json"] is not None
+    with pytest.raises(ImportError):
+        import toyviz_surely_not_installed  # noqa: F401
+
+
+def test_a_plot_rebuilt_for_an_unchanged_update_reuses_its_schema():
+    """Gradio builds a plot anew for every gr.skip(); its API schema is the same each time, made once."""
+    from toyviz.components import FigurePlot
+    first, again = FigurePlot(render=False), FigurePlot(render=False)
+    assert first.api_info() is again.api_info()
+    assert first.api_info() == gr.Plot(render=False).api_info()

@@ -7,9 +7,14 @@ the lock back waits for that thread's time slice to end: the switch interval, 5 
 small operation costs up to 5 ms, and a class's generations crawl (`python -m benchmarks.core`:
 `busy_tokens_per_s`). A 1 ms slice makes the figure builders hand the lock over sooner, for a little
 more switching.
+
+Gradio also tries to import matplotlib around every event and bokeh for every plot's config. Where they
+are not installed, each try searched the whole sys.path (~12 % of the event loop's time under a class,
+profiled); marked missing, a try fails at once.
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 SWITCH_INTERVAL_S = 0.001
@@ -18,3 +23,15 @@ SWITCH_INTERVAL_S = 0.001
 def share_cores() -> None:
     """Threads doing many short torch operations get the lock back within SWITCH_INTERVAL_S."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
+OPTIONAL_IMPORTS = ("matplotlib", "bokeh")     # Gradio's, for plots this app does not draw with them
+
+
+def skip_missing_imports(names=OPTIONAL_IMPORTS) -> list[str]:
+    """Each of `names` that is not installed is marked missing (None in sys.modules), so that importing
+    it raises ImportError without a search; returns those marked. Installed ones are left alone."""
+    missing = [name for name in names if name not in sys.modules and importlib.util.find_spec(name) is None]
+    for name in missing:
+        sys.modules[name] = None
+    return missing
