@@ -6,6 +6,7 @@ tests that need the shipped checkpoints say so and skip when they are absent.
 import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")      # as app.py sets it before torch loads: tests run the app in-process
 
 import pytest
 import torch
