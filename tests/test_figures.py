@@ -508,3 +508,19 @@ def test_every_builder_names_its_download(tiny_gpt, tiny_translator, trace):
     for fig in figs:
         assert isinstance(fig, go.Figure) and fig.layout.meta["filename"].startswith("toyviz-")
         assert fig.layout.title.text
+
+
+def test_token_grids_hold_fewer_cells_a_line_on_a_projector(tiny_gpt, trace):
+    """The projector's larger font needs wider cells: each grid of tokens puts fewer to a line there."""
+    from toyviz import explain
+    from toyviz.figures import tokens_per_row
+    from toyviz.figures.explain import saliency_figure
+    wide, narrow = tokens_per_row(False), tokens_per_row(True)
+    assert narrow < wide
+    saliency = explain.why(tiny_gpt, PROMPT).saliency
+    steps = [(piece, 0.5) for piece in trace.tokens]
+    for projector, per_row in ((False, wide), (True, narrow)):
+        for fig in (tokens.token_pieces(trace, projector=projector),
+                    sampling.generated_tokens(steps, projector=projector),
+                    saliency_figure(saliency, projector=projector)):
+            assert np.asarray(fig.data[0].z).shape[1] == per_row

@@ -183,8 +183,17 @@ def heatmap(z, *, x=None, y=None, colorscale="Blues", zmin=None, zmax=None, zmid
                       text=text, texttemplate=texttemplate, **kwargs)
 
 
+TOKENS_PER_ROW = 12
+
+
+def tokens_per_row(projector: bool = False) -> int:
+    """Cells a line of a `token_grid` holds: fewer on a projector, whose larger font needs wider cells
+    (at 12 a line, "<|endoftext|>" spilled out of its cell at 720p)."""
+    return round(TOKENS_PER_ROW / PROJECTOR_SCALE) if projector else TOKENS_PER_ROW
+
+
 def token_grid(texts: list[str], values, *, hover_values: list[str], colorscale, zmin=None, zmax=None,
-               per_row: int = 12, colorbar_title: str | None = None) -> go.Heatmap:
+               per_row: int = TOKENS_PER_ROW, colorbar_title: str | None = None) -> go.Heatmap:
     """Tokens laid out like text, `per_row` to a line, each cell coloured by its value and showing
     its (already `visible`) text (used for prompts and for generated text)."""
     n = len(texts)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from . import figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, visible
+from . import (figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, tokens_per_row,
+               visible)
 from ..explain import Components, Patching, Saliency, Why
 
 HELPED, HURT = "#2166ac", "#b2182b"          # blue: raised the token; red: lowered it (as in the Residual tab)
 ABLATION_COLOURS = {"attribution (DLA)": "#999999", "zeroed: real drop": "#2166ac", "mean-ablated: real drop": "#67a9cf"}
-TEXT_PER_ROW = 12                            # prompt tokens per line of the saliency grid
 PATCH_TEXT_COLUMNS = 24                      # the patching grid prints its numbers up to this many positions
 
 
@@ -48,9 +48,10 @@ def saliency_figure(s: Saliency, *, projector: bool = False) -> go.Figure:
     bound = float(np.abs(ig).max()) or 1.0
     texts = [visible(t) for t in s.tokens]
     hover = [f"{t}: integrated gradients {a:+.3f}, gradient × input {b:+.3f}" for t, a, b in zip(texts, ig, gxi)]
+    per_row = tokens_per_row(projector)
     fig = figure(token_grid(texts, ig, hover_values=hover, colorscale="RdBu", zmin=-bound, zmax=bound,
-                            per_row=TEXT_PER_ROW, colorbar_title="IG"))
-    rows = -(-len(texts) // TEXT_PER_ROW)
+                            per_row=per_row, colorbar_title="IG"))
+    rows = -(-len(texts) // per_row)
     base = "the BOS embedding" if s.baseline == "bos" else "a zero embedding"
     return style(grid_axes(fig), f"Input saliency for {visible(s.piece)!r}: integrated gradients from {base}, "
                                  f"{s.steps} steps<br>(sum = logit change {s.logit - s.baseline_logit:+.2f}, "

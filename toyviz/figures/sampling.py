@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import candidate_label, figure, grid_axes, numpy, style, token_grid, visible
+from . import candidate_label, figure, grid_axes, numpy, style, token_grid, tokens_per_row, visible
 from ..sampling import next_token_probs
 
 
@@ -35,9 +35,11 @@ def next_token_bars(logits: torch.Tensor, piece, *, temperature: float = 1.0, to
                  height=200 + 30 * len(top))
 
 
-def generated_tokens(steps: list[tuple[str, float]], *, per_row: int = 12, projector: bool = False) -> go.Figure:
+def generated_tokens(steps: list[tuple[str, float]], *, per_row: int | None = None, projector: bool = False
+                     ) -> go.Figure:
     """Generated text, one box per token coloured by the probability it was drawn with: pale
     boxes are the surprising choices where sampling took a less likely path."""
+    per_row = per_row or tokens_per_row(projector)
     pieces = [p for p, _ in steps]
     probs = [float(p) for _, p in steps]
     hover = [f"step {k}: {visible(piece)}<br>drawn with p = {p:.3f}" for k, (piece, p) in enumerate(steps)]

@@ -5,7 +5,7 @@ import math
 
 import plotly.graph_objects as go
 
-from . import figure, grid_axes, numpy, style, token_grid, token_labels, visible
+from . import figure, grid_axes, numpy, style, token_grid, token_labels, tokens_per_row, visible
 from ..trace import Trace
 
 PALETTE = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
@@ -14,9 +14,10 @@ PALETTE = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b
 _STEPPED = [[edge, c] for k, c in enumerate(PALETTE) for edge in (k / len(PALETTE), (k + 1) / len(PALETTE))]
 
 
-def token_pieces(trace: Trace, *, per_row: int = 12, projector: bool = False) -> go.Figure:
+def token_pieces(trace: Trace, *, per_row: int | None = None, projector: bool = False) -> go.Figure:
     """The prompt as the model sees it: one coloured box per BPE piece with its id underneath,
     so a student sees where words are split and that a repeated piece gets the same id."""
+    per_row = per_row or tokens_per_row(projector)
     ids, pieces = trace.token_ids, trace.tokens
     texts = [f"{visible(p)}<br>#{i}" for p, i in zip(pieces, ids)]
     hover = [f"position {k}<br>piece {visible(p)}<br>id {i}" for k, (p, i) in enumerate(zip(pieces, ids))]
