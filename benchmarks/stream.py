@@ -65,11 +65,18 @@ def stop(page, url: str, max_new: int = 256, settle_ms: int = 3000) -> dict:
     update (negative when the page had shown everything before Stop), tokens_shown: how many tokens
     were out then}."""
     open_sample_tab(page, url, max_new)
+    # the page itself presses Stop when the 10th token shows: pressed from here, after a wait_for and an
+    # evaluate, it came 0.3-1.5 s (10-50 tokens) later, and how far the page had fallen behind by then
+    # varied with it
+    page.evaluate("""() => { const target = document.querySelector('#generated');
+        new MutationObserver((_, observer) => {
+            if (target.querySelectorAll('.token-prob').length < 10) return;
+            observer.disconnect(); window.__stopped = performance.now(); document.querySelector('#stop').click();
+        }).observe(target, {childList: true, subtree: true, characterData: true}); }""")
     page.locator("#generate").click()
-    page.locator("#generated .token-prob").nth(9).wait_for(state="attached", timeout=60_000)
-    stopped = page.evaluate("() => { document.querySelector('#stop').click(); return performance.now(); }")
+    page.wait_for_function("() => window.__stopped !== undefined", timeout=60_000)
     page.wait_for_timeout(settle_ms)
-    updates = page.evaluate("window.__updates")
+    updates, stopped = page.evaluate("[window.__updates, window.__stopped]")
     return {"after_stop_s": round((updates[-1][1] - stopped) / 1000, 2), "tokens_shown": updates[-1][0]}
 
 
