@@ -16,9 +16,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-# Before torch loads MKL, which reads it once: MKL's own memory manager keeps ~8 MB of buffers for every
-# thread that ever multiplied matrices, and Gradio answers from up to 40 worker threads (a class grew
-# the server by ~300 MB; toyviz.memory.mkl_keeps_thread_buffers says whether it took).
+# read once, when torch loads MKL: no buffers kept per worker thread (toyviz.memory.mkl_keeps_thread_buffers)
 os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -32,8 +30,8 @@ from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page,
 from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.controls import DEFAULTS
 from toyviz.explorer import Explorer
-from toyviz.memory import keep_returning_freed_memory, mkl_keeps_thread_buffers, settle_allocator
-from toyviz.serving import share_cores, skip_missing_imports
+from toyviz.memory import keep_returning_freed_memory
+from toyviz.serving import prepare_server
 from toyviz.tabs import TABS, draw_every_tab
 from toyviz.size import PRESETS
 from toyviz.variants import VARIANTS
@@ -380,12 +378,8 @@ def main(argv=None):
     parser.add_argument("--translator", default=os.environ.get("TOYVIZ_TRANSLATOR", "translator"),
                         help="translator checkpoint folder or Hub repo")
     args = parser.parse_args(argv)
-    settle_allocator()                  # before the models and worker threads allocate: memory a class frees goes back
-    if mkl_keeps_thread_buffers():
-        print("toyviz: MKL keeps buffers for every worker thread (torch was loaded before app.py set "
-              "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer")
-    share_cores()                       # generations beside figure builders get the interpreter lock back sooner
-    skip_missing_imports()              # Gradio's tries at matplotlib and bokeh, on every event, fail at once
+    for problem in prepare_server():    # allocator, interpreter lock, imports: before the models load
+        print(f"toyviz: {problem}")
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from .memory import mkl_keeps_thread_buffers, settle_allocator
+
 SWITCH_INTERVAL_S = 0.001
 
 
@@ -35,3 +37,14 @@ def skip_missing_imports(names=OPTIONAL_IMPORTS) -> list[str]:
     for name in missing:
         sys.modules[name] = None
     return missing
+
+
+def prepare_server() -> list[str]:
+    """This process set up to serve a class, before the models load: memory a class frees goes back
+    (toyviz.memory), the interpreter lock comes back sooner, Gradio's optional imports fail at once.
+    Returns what could not be set up, one line each."""
+    settle_allocator()
+    share_cores()
+    skip_missing_imports()
+    return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
+            "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
