@@ -23,8 +23,10 @@ The students' threads share this process, so on a small machine they take CPU fr
   update that holds a generated token (what a student waits before text starts to appear)
 - rss_start_mb: the server's resident memory when it first answers (models loaded, nothing served);
   rss_warm_mb: after a warm-up of one request to each endpoint in turn (timed nowhere, but counted in
-  requests, errors and timeouts); rss_end_mb: after the last request; rss_peak_mb: its high-water
-  mark; rss_growth_mb = end − start (the target's figure); rss_growth_after_warm_up_mb = end − warm;
+  requests, errors and timeouts); rss_just_after_mb: right after the last request, while freed memory
+  may not have gone back yet; rss_end_mb: SETTLE_S later, once the server's memory keeper has run (what
+  the class left behind: caches, fragments, anything leaked); rss_peak_mb: its high-water mark;
+  rss_growth_mb = end − start (the target's figure); rss_growth_after_warm_up_mb = end − warm;
   rss_timeline_mb: every 10 s during the class (levelling off = caches filling, still rising = a leak);
   rss_by_mapping_start_mb / _end_mb: resident memory by kind of mapping (heap, anonymous, files, other)
 - server_tracebacks: tracebacks in the server's log; server_errors: their final lines, counted;
@@ -66,6 +68,10 @@ NEW_TOKENS = 64
 BEAM = 4
 TIMEOUT_S = 60.0
 RSS_EVERY_S = 10.0
+# the end's memory is read once the server has been idle this long, so that its keeper has handed the pages
+# of freed blocks back (toyviz.memory.RETURN_EVERY_S): read at once, the figure depends on when the keeper
+# last ran (+92 and +230 MB in two runs of the same code), not on what the class left behind
+SETTLE_S = 12.0                  # > RETURN_EVERY_S (10 s; not imported: this process has no torch)
 POLL_S = 0.02                    # how often a streaming generation is looked at (time-to-first-token resolution)
 TARGETS = {"errors": 0, "client_timeouts": 0, "tab_p95_s": 3.0, "first_token_p95_s": 2.0, "rss_growth_mb": 150.0}
 
@@ -449,13 +455,15 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
     out, elapsed, stuck = run_class(server.url, students, seconds, timeout, seed, out)
     done.set()
     sampler.join(timeout=5)
+    after_memory = server.memory_mb()
+    time.sleep(SETTLE_S)                                # what the class left behind, not what it was using
     end_memory, end_map = server.memory_mb(), server.memory_map_mb()   # before the burst's extra clients
     burst(server.url, students, timeout, seed, out)
     figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
                **summarise(out, elapsed, stuck)}
     r = lambda x: None if x is None else round(x, 1)
     figures.update({"rss_start_mb": r(start_memory.get("rss")), "rss_warm_mb": r(warm_memory.get("rss")),
-                    "rss_end_mb": r(end_memory.get("rss")),
+                    "rss_just_after_mb": r(after_memory.get("rss")), "rss_end_mb": r(end_memory.get("rss")),
                     "rss_peak_mb": r(end_memory.get("peak")),
                     "rss_growth_mb": r(end_memory["rss"] - start_memory["rss"]) if start_memory and end_memory
                     else None,

@@ -33,6 +33,11 @@ pytestmark = [
 ]
 
 
+def test_the_end_memory_is_read_after_the_servers_keeper_has_run():
+    from toyviz.memory import RETURN_EVERY_S
+    assert load.SETTLE_S > RETURN_EVERY_S
+
+
 def test_a_class_of_twenty_on_loopback(capsys):
     with load.Server("cpu") as server:
         assert server.url.startswith("http://127.0.0.1:")
