@@ -3,7 +3,7 @@
 Shared by the browser tests (which assert on these figures) and `python -m benchmarks.app` (which
 prints them): how many distinct text updates the page showed while 64 tokens streamed, how long
 the main thread froze at worst (the longest gap between two animation frames), and how long after
-Stop the page kept drawing. Needs Debian's chromium and the playwright package; never runs
+Stop the page kept drawing, and whether a page with every tab opened keeps up with a stream. Needs Debian's chromium and the playwright package; never runs
 `playwright install`.
 """
 from __future__ import annotations
@@ -15,6 +15,20 @@ CHROMIUM = "/usr/lib/chromium/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update"]
 WAIT_MS = 60_000                 # the first render of a cold page under load can take tens of seconds
+
+# (tab label, tab id, elem_id of the tab's first figure, text its title shows), in the page's order
+TABS = [("Tokens", "tokens", "tokens-plot", "tokens"),
+        ("Positions", "positional", "pe-plot", None),                     # sinusoidal or RoPE: any title
+        ("Attention", "attention", "attn-grid-plot", "All heads"),
+        ("Inside a head", "inside", "head-steps-plot", "step by step"),
+        ("Layer norm", "layernorm", "ln-heat-plot", "LayerNorm"),
+        ("Residual stream", "residual", "res-norm-plot", "Residual stream"),
+        ("Why this token?", "why", "why-components-plot", "Which parts push"),
+        ("Features", "features", "features-prompt-plot", "features most active"),
+        ("Sample", "sample", "bars-plot", "Next token"),
+        ("Translate", "translate", "cross-plot", "attention"),
+        ("Experiments", "experiments", "exp-curves-plot", None),          # any title
+        ("Model", "model", "params-plot", "Parameters")]
 
 WATCH_STREAM = """() => {
     // each change of #generated (tokens shown, when), and main-thread stalls: the longest gap
@@ -46,6 +60,36 @@ def open_sample_tab(page, url: str, max_new: int):
     page.goto(f"{url.rstrip('/')}/?tab=sample&max_new={max_new}", wait_until="domcontentloaded", timeout=60_000)
     page.locator("#bars-plot .gtitle").first.wait_for(timeout=WAIT_MS)
     page.evaluate(WATCH_STREAM)
+
+
+def open_every_tab(page, url: str, max_new: int):
+    """The page as a lecturer has it after a tour: every tab opened and its first figure drawn, then the
+    Sample tab with `max_new` tokens to generate and the watcher installed. Gradio's page does more for
+    each streamed update with every tab opened (see toyviz.views, TEXT_EVERY_S)."""
+    page.goto(f"{url.rstrip('/')}/?max_new={max_new}", wait_until="domcontentloaded", timeout=60_000)
+    page.locator("#attn-plot .main-svg").first.wait_for(timeout=WAIT_MS)       # the first tab: the page is up
+    for label, _, plot_id, _ in TABS:
+        page.get_by_role("tab", name=label, exact=True).click()
+        page.locator(f"#{plot_id} .main-svg").first.wait_for(timeout=WAIT_MS)
+    page.get_by_role("tab", name="Sample", exact=True).click()
+    page.locator("#bars-plot .gtitle").first.wait_for(timeout=WAIT_MS)
+    page.evaluate(WATCH_STREAM)
+
+
+def keeping_up(page, url: str, max_new: int = 128) -> dict:
+    """After a tour of every tab, generate max_new tokens and compare when the page showed them with when
+    the server sent them: alone, a generation is paced at views.TOKENS_PER_S (the model computes a token
+    in a few ms), so the token n updates after the first one left the server (n / TOKENS_PER_S) s after
+    it. {updates, behind_s: how much later than that the page showed the last tokens}. A page that cannot
+    draw updates as fast as they come falls further behind with every one."""
+    from toyviz.views import TOKENS_PER_S
+    open_every_tab(page, url, max_new)
+    page.locator("#generate").click()
+    page.locator("#generated .token-prob").nth(max_new - 1).wait_for(state="attached", timeout=120_000)
+    updates = page.evaluate("window.__updates.filter(([n]) => n > 0)")
+    (first, shown_first), (last, shown_last) = updates[0], updates[-1]
+    return {"updates": len(updates),
+            "behind_s": round((shown_last - shown_first) / 1000 - (last - first) / TOKENS_PER_S, 2)}
 
 
 def stream(page, url: str, max_new: int = 64) -> dict:
@@ -89,6 +133,7 @@ def measure(url: str, max_new: int = 64) -> dict:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             figures = stream(page, url, max_new)
             figures.update(stop(page, url))
+            figures["after_every_tab"] = keeping_up(browser.new_page(viewport={"width": 1280, "height": 900}), url)
             return figures
         finally:
             browser.close()

@@ -20,19 +20,7 @@ from toyviz.explorer import EXPERIMENTS, Explorer
 CHROMIUM = stream.CHROMIUM
 SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
 WAIT = 30_000                     # ms for any one expectation; the first plotly render alone takes ~3 s
-# (tab label, tab id, elem_id of the tab's first figure, text its title shows)
-TABS = [("Tokens", "tokens", "tokens-plot", "tokens"),
-        ("Positions", "positional", "pe-plot", None),                     # sinusoidal or RoPE: any title
-        ("Attention", "attention", "attn-grid-plot", "All heads"),
-        ("Inside a head", "inside", "head-steps-plot", "step by step"),
-        ("Layer norm", "layernorm", "ln-heat-plot", "LayerNorm"),
-        ("Residual stream", "residual", "res-norm-plot", "Residual stream"),
-        ("Why this token?", "why", "why-components-plot", "Which parts push"),
-        ("Features", "features", "features-prompt-plot", "features most active"),
-        ("Sample", "sample", "bars-plot", "Next token"),
-        ("Translate", "translate", "cross-plot", "attention"),
-        ("Experiments", "experiments", "exp-curves-plot", None),          # any title
-        ("Model", "model", "params-plot", "Parameters")]
+TABS = stream.TABS
 EXPERIMENTS_READY = ((EXPERIMENTS / "results.json").is_file()
                      and (EXPERIMENTS / "no_causal_mask" / "config.json").is_file())
 
@@ -188,6 +176,16 @@ def test_stop_ends_a_generation_within_a_second(url, page):
           f"at {figures['tokens_shown']} of 256 tokens")
     # a page that lags behind the server keeps drawing a finished generation long after Stop
     assert figures["after_stop_s"] <= 1.5, figures
+
+
+def test_a_page_with_every_tab_opened_keeps_up_with_a_stream(url, page):
+    """A lecturer who toured every tab, then samples: the page shows the last of 128 tokens within half a
+    second of when the server sent them (at 32 updates a second it fell 1.3-1.7 s behind; views.TEXT_EVERY_S)."""
+    figures = stream.keeping_up(page, url)
+    print(f"\nafter every tab: {figures['updates']} updates, the last {figures['behind_s']:.2f} s behind the server")
+    assert figures["behind_s"] <= 0.5, figures
+    assert figures["updates"] >= 20, figures
+    assert not error_toasts(page)
 
 
 def test_translation_shows_spanish_and_cross_attention(url, page):

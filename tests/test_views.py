@@ -3,6 +3,7 @@
 The shipped checkpoints are part of the repository, so these tests use them; the tiny random
 models cover the cases the shipped ones cannot (no snapshots, a missing no-mask model).
 """
+import math
 import subprocess
 import sys
 import threading
@@ -109,6 +110,7 @@ def test_the_renderers_clamp_to_the_controls_ranges(shipped):
 
 def test_generation_streams_token_by_token_and_ends_with_the_figure(shipped, monkeypatch):
     monkeypatch.setattr(views, "TEXT_EVERY_S", 0.0)              # every token its own update
+    monkeypatch.setattr(views, "UPDATES_PER_S", math.inf)
     monkeypatch.setattr(views, "TOKENS_PER_S", 10**6)             # no pacing
     updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 6, 1, False))
     assert len(updates) == 7 and all(u[3] is None for u in updates[:-1]) and updates[-1][3] is not None
@@ -118,20 +120,21 @@ def test_generation_streams_token_by_token_and_ends_with_the_figure(shipped, mon
 
 
 def test_a_fast_generation_is_sent_at_a_pace_a_browser_can_draw(shipped, monkeypatch):
-    """Tokens every 20 ms: the text goes out at most 30 times a second (tokens grouped), and the last
-    update carries everything."""
+    """Tokens every 20 ms: the text goes out at most 13 times a second (tokens grouped, so that a page
+    that has drawn every tab keeps up), and the last update carries everything."""
     clock = iter(range(10**6))
     monkeypatch.setattr(views.time, "perf_counter", lambda: next(clock) * 0.01)     # 2 calls a token: 20 ms
     monkeypatch.setattr(views.time, "sleep", lambda seconds: None)
     monkeypatch.setattr(views, "TOKENS_PER_S", 10**6)
     updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 60, 1, False))
     counts = [u[1].count('class="token-prob"') for u in updates]
-    assert 20 <= len(updates) <= 32 and counts == sorted(counts) and counts[-1] == 60, counts
+    assert 12 <= len(updates) <= 1.2 * 13 + 2 and counts == sorted(counts) and counts[-1] == 60, counts
     assert updates[-1][2] is not None and updates[-1][3] is not None
 
 
 def test_a_fast_generation_is_shown_at_a_reading_pace(shipped, monkeypatch):
     monkeypatch.setattr(views, "TEXT_EVERY_S", 0.0)
+    monkeypatch.setattr(views, "UPDATES_PER_S", math.inf)
     start = time.perf_counter()
     updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))
     assert time.perf_counter() - start >= 16 / views.TOKENS_PER_S and len(updates) == 17

@@ -365,15 +365,19 @@ def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p
 # in under a second, which hides that the model writes one token at a time; not when more than
 # BUSY_GENERATIONS stream at once, where a queue waits for the workers the sleeping streams hold), sends the
 # text at most TEXT_EVERY_S apart (tokens that come faster go together) and the figures with the last token
-# only: a browser sent more updates than it can draw falls behind the server, so the page freezes and Stop
-# arrives after the generation is over (redrawing the bars plot costs the page 100-300 ms each time).
-# TEXT_EVERY_S is shorter than a paced token's interval, so that a paced stream shows every token: at 1/30 s,
-# a hair longer than 1/32, every other token went out alone and the page saw 15 updates a second.
-# With more streams than BUSY_GENERATIONS the interval grows with their number, so that the server sends
-# about the same number of updates a second in all: each one costs the server's event loop (Gradio
-# rebuilds every output an update leaves unchanged), and a class's 16 streams at 40 a second each kept
-# it busy enough to delay every answer (profiled under benchmarks.load).
-TOKENS_PER_S, TEXT_EVERY_S = 32, 1 / 40
+# only. A page sent more updates than it can draw falls behind the server: it freezes, and Stop arrives
+# after the generation is over.
+# What a page can draw: Gradio's page, for every streamed update, re-reads the value of every component
+# that any event has shown a progress for (a structured clone each), so an update costs more with every
+# tab a visitor has opened. After opening every tab, one update cost the page ~45 ms (Chromium on this
+# 2-core machine; CPU profile under benchmarks.stream): at 32 updates/s the page showed 128 tokens
+# 1.3-1.7 s after they arrived, at 12/s it kept up, and with the CPU slowed 2x (a student's laptop) too.
+# So TEXT_EVERY_S is a little under two paced tokens: every update shows two new tokens, 12 a second.
+# The server also sends at most UPDATES_PER_S in all, so with many streams each one's interval grows with
+# their number: every update costs the server's event loop (Gradio rebuilds every output an update leaves
+# unchanged), and a class's 16 streams at 40 a second each kept it busy enough to delay every answer
+# (profiled under benchmarks.load).
+TOKENS_PER_S, TEXT_EVERY_S, UPDATES_PER_S = 24, 1 / 13, 80
 
 
 def probability_html(pieces: list[tuple[str, float]]) -> str:
@@ -396,17 +400,15 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
     with explorer.generations():
-        # a class's streams decode in one batch (toyviz.batching); one alone keeps its own loop, where Stop
-        # ends it at once (batched, the page still drew ~0.5 s of tokens after Stop: not yet explained)
-        together = explorer.generations.now > BUSY_GENERATIONS
+        # every stream decodes in the server's one batch (toyviz.batching): a class's streams share a forward
         for step in gpt.generate(text, max_new, temperature=t, top_k=k, top_p=p, seed=seed, steer=steer,
-                                 together=together, n_top=0):
+                                 together=True, n_top=0):
             pieces.append((step.text, step.prob))
             tokens.append((step.piece, step.prob))
             streaming = explorer.generations.now
             if streaming <= BUSY_GENERATIONS:                      # a class waiting: no time to sleep
                 time.sleep(max(0.0, start + len(pieces) / TOKENS_PER_S - time.perf_counter()))
-            if time.perf_counter() - sent >= TEXT_EVERY_S * max(1.0, streaming / BUSY_GENERATIONS):
+            if time.perf_counter() - sent >= max(TEXT_EVERY_S, streaming / UPDATES_PER_S):
                 sent = time.perf_counter()
                 yield note, probability_html(pieces), None, None
     # at the end: all the text, the last step's next-token bars, the same tokens as a figure (hover, PNG)
