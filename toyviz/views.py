@@ -369,9 +369,9 @@ def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p
 # after the generation is over.
 # What a page can draw: Gradio's page, for every streamed update, re-reads the value of every component
 # that any event has shown a progress for (a structured clone each), so an update costs more with every
-# tab a visitor has opened. After opening every tab, one update cost the page ~45 ms (Chromium on this
-# 2-core machine; CPU profile under benchmarks.stream): at 32 updates/s the page showed 128 tokens
-# 1.3-1.7 s after they arrived, at 12/s it kept up, and with the CPU slowed 2x (a student's laptop) too.
+# tab a visitor has opened (found with Chromium's CPU profiler). After opening every tab, one update cost
+# the page ~45 ms on this 2-core machine: at 32 updates/s the page showed 128 tokens 1.3-1.7 s after they
+# arrived, at 12/s it kept up, also with the CPU slowed 2x (a student's laptop; benchmarks.stream.keeping_up).
 # So TEXT_EVERY_S is a little under two paced tokens: every update shows two new tokens, 12 a second.
 # The server also sends at most UPDATES_PER_S in all, so with many streams each one's interval grows with
 # their number: every update costs the server's event loop (Gradio rebuilds every output an update leaves
