@@ -179,3 +179,25 @@ def test_works_load_from_a_copied_cache(tmp_path, monkeypatch):
     (tmp_path / "shakespeare").mkdir()
     (tmp_path / "shakespeare" / "works.json").write_text(json.dumps({"hamlet": "To be"}), encoding="utf-8")
     assert shakespeare.load_works() == {"hamlet": "To be"}
+
+
+@pytest.fixture(scope="module")
+def kjv_pairs():
+    """The real KJV ↔ RV1909 pairs (fetched with apt-get once, then read from the data cache)."""
+    try:
+        return bible.load_pairs("kjv")
+    except (RuntimeError, OSError) as error:
+        pytest.skip(f"the KJV could not be fetched here: {error}")
+
+
+def test_kjv_pairs_are_aligned_verse_for_verse(kjv_pairs):
+    by_ref = {p.ref: p for p in kjv_pairs}
+    assert by_ref["Gen.1.1"].en == "In the beginning God created the heaven and the earth."
+    assert by_ref["Gen.1.1"].es.startswith("EN el principio crió Dios los cielos y la tierra")
+    assert by_ref["John.11.35"].en == "Jesus wept." and by_ref["John.11.35"].es.startswith("Y lloró Jesús")
+    web = {p.ref: p for p in bible.load_pairs("web")}
+    shared = by_ref.keys() & web.keys()
+    assert len(shared) > 29_000 and all(by_ref[ref].es == web[ref].es for ref in shared)   # the same Spanish
+    train, test = bible.split(kjv_pairs)
+    assert len(train) > 30_000 and {p.book for p in test} == set(bible.TEST_BOOKS)
+    assert not {p.book for p in train} & set(bible.TEST_BOOKS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import hashlib
 import json
 import math
@@ -29,12 +30,14 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from . import evaluate
+from .evaluate import translation_batch
 from .api import BOS_GPT, GPT, PAD, TRANSLATOR_SPECIALS, Translator
 from .checkpoint import CHECKPOINTS, save_folder
 from .config import GPTConfig, TranslatorConfig
 from .data import cache_dir
 from .gpt import ToyGPT
 from .heads import THRESHOLD, make_probe_set, probe_scores
+from .resume import Paused, RunState, StopSignal
 from .tokenizer import Tokenizer, train_tokenizer
 from .translator import ToyTranslator
 
@@ -50,6 +53,7 @@ DEFAULTS = {
 TIMED_STEPS = (5, 25)                  # --minutes: the steps whose time first fixes the step count
 RETIME_EVERY = 100                     # --minutes: steps between two new estimates of the step count
 GPT_SNAPSHOTS = (0.02, 0.05, 0.1, 0.3)  # fractions of training at which the GPT is also saved
+VAL_VERSES = 500                       # the translator's validation verses (fewer for a tiny corpus)
 MIN_TRAIN_CHARS = 20_000               # below this a BPE + GPT learn nothing worth looking at
 
 
@@ -91,6 +95,15 @@ class Distributed:
         total = value.detach().clone()
         dist.all_reduce(total)          # SUM: gloo has no AVG
         return total / self.world
+
+    def any(self, *flags: bool) -> tuple[bool, ...]:
+        """Each flag, true on every rank where it is true on any rank (a signal or a clock one rank saw)."""
+        if self.world == 1:
+            return tuple(bool(f) for f in flags)
+        import torch.distributed as dist
+        shared = torch.tensor([int(bool(f)) for f in flags], device=self.device)
+        dist.all_reduce(shared, op=dist.ReduceOp.MAX)
+        return tuple(bool(f) for f in shared.tolist())
 
     def agree(self, value: int) -> int:
         """Rank 0's value on every rank, for decisions each rank could make differently (its own clock)."""
@@ -204,25 +217,36 @@ def copy_period_at(step: int) -> int:
     return min(64, 16 + step // 25)
 
 
-def length_buckets(pairs, batch: int, gen: torch.Generator) -> list[list[int]]:
-    """Pair indices grouped `batch` at a time by total length (ties broken at random), so a batch
-    needs little padding: on two cores this halves the step time of random batches."""
-    noise = torch.rand(len(pairs), generator=gen).tolist()
-    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]) + len(pairs[i][1]), noise[i]))
-    return [order[i: i + batch] for i in range(0, len(order) - batch + 1, batch)]
+class VerseBatches:
+    """The translator's training batches, epoch after epoch: every verse once an epoch, in one of its
+    English versions drawn at random (a source per pair per epoch), grouped by length so a batch
+    needs little padding (on two cores this halves the step time of random batches), the batches in
+    a shuffled order. Epoch e's batches are a pure function of (seed, e), so a resumed run draws the
+    same ones without saving them.
 
+    versions: one list per verse of its (source ids, target ids) pairs, one per English source.
+    """
 
-def translation_batch(rows, src_pad: int, tgt_pad: int, bos: int, eos: int):
-    """(src ids, tgt ids) rows → src (B, S), decoder input (B, T), target (B, T) padded; -1 marks padding targets."""
-    S, T = max(len(s) for s, _ in rows), max(len(t) for _, t in rows) + 1
-    src = torch.full((len(rows), S), src_pad)
-    tgt_in = torch.full((len(rows), T), tgt_pad)
-    tgt_out = torch.full((len(rows), T), -1)
-    for r, (s, t) in enumerate(rows):
-        src[r, : len(s)] = torch.tensor(s)
-        tgt_in[r, : len(t) + 1] = torch.tensor([bos] + t)
-        tgt_out[r, : len(t) + 1] = torch.tensor(t + [eos])
-    return src, tgt_in, tgt_out
+    def __init__(self, versions: list[list[tuple[list[int], list[int]]]], batch: int, seed: int):
+        self.versions, self.seed = versions, seed
+        # near-equal batches (batch or batch - 1 rows) rather than a short last one: every verse is
+        # drawn, and no batch is too small to split between the processes
+        self.per_epoch = max(1, math.ceil(len(versions) / batch))
+        self._epoch = (None, None)
+
+    def epoch(self, e: int) -> list[list[tuple[list[int], list[int]]]]:
+        if self._epoch[0] != e:
+            gen = torch.Generator().manual_seed(self.seed * 1_000_003 + e)
+            picks = [v[int(torch.randint(len(v), (1,), generator=gen))] for v in self.versions]
+            noise = torch.rand(len(picks), generator=gen).tolist()
+            order = sorted(range(len(picks)), key=lambda i: (len(picks[i][0]) + len(picks[i][1]), noise[i]))
+            batches = [chunk.tolist() for chunk in torch.tensor(order).tensor_split(self.per_epoch)]
+            self._epoch = (e, [[picks[i] for i in batches[b]]
+                               for b in torch.randperm(self.per_epoch, generator=gen).tolist()])
+        return self._epoch[1]
+
+    def at(self, step: int) -> list[tuple[list[int], list[int]]]:
+        return self.epoch(step // self.per_epoch)[step % self.per_epoch]
 
 
 # ---------------------------------------------------------------- loop --------------------
@@ -239,7 +263,8 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
                lr_floor: float = 0.1, dist: Distributed, tokens_per_step: int, on_save=None, save_every_min: float = 5.0,
                snapshot_at=(), eval_fn=None, eval_every: int = 0, weight_decay: float = 0.1,
                probe_fn=None, probe_every: int = 0, snapshot_when=None, earlier: list | None = None,
-               average_last: int = 1):
+               average_last: int = 1, state: RunState | None = None, resume: bool = False, generators=(),
+               argv: list[str] = (), pause_at_step: int | None = None, pause_after_minutes: float | None = None):
     """Shared by both models. loss_fn(step) → this rank's mean loss of that step's batch, or a dict of
     named losses whose sum is minimised and each of which the history records ("train_loss": the
     language-modelling loss, which the curves compare across runs).
@@ -255,65 +280,98 @@ def train_loop(model, loss_fn, *, steps: int | None, minutes: float | None, lr: 
     (steps, tokens and seconds counted on from its last record), so one curve tells the whole story.
     `average_last` > 1: the weights at the last that many evaluation points are averaged at the end
     (see average_checkpoints).
+
+    `state`: where the run saves everything it needs to go on exactly (see toyviz.resume): every
+    `save_every_min` minutes, and when it stops early — at `pause_at_step`, after `pause_after_minutes`
+    of this session, or at SIGTERM/SIGINT — by raising `Paused`. `resume`: start from that state.
+    `generators`: the recipe's own random generators (its data order), saved and restored with it.
     """
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
-    wrapped = dist.wrap(model)
     history, start, last_save = list(earlier or []), time.time(), time.time()
     before = history[-1] if history else {"step": 0, "tokens": 0, "seconds": 0.0}
     total = steps or 10**9
-    bar = tqdm(total=steps, disable=not dist.main, unit="step", dynamic_ncols=True, mininterval=2)
     snapshots_left = set(snapshot_at)
     kept = collections.deque(maxlen=average_last)      # the weights at the last evaluation points
-    step, timed_from = 0, (TIMED_STEPS[0], start)
-    while step < total:
-        if steps is None and step == timed_from[0]:
-            timed_from = (step, time.time())
-        if steps is None and step >= TIMED_STEPS[1] and (step == TIMED_STEPS[1] or step % RETIME_EVERY == 0):
-            now = time.time()
-            per_step = (now - timed_from[1]) / (step - timed_from[0])
-            left = int((minutes * 60 - (now - start)) / per_step)
-            total = dist.agree(step + max(1, left))             # ranks that disagree hang
-            bar.total = total
-            timed_from = (step, now)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, total, lr, warmup, lr_floor)      # total is 10**9 until --minutes fixes it
-        wrapped.train()
-        losses = loss_fn(step, wrapped)
-        losses = losses if isinstance(losses, dict) else {"train_loss": losses}
-        loss = sum(losses.values())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
-        losses = {name: dist.mean(value).item() for name, value in losses.items()}   # collectives: every rank calls them
-        loss = sum(losses.values())
-        if dist.main:
-            elapsed = time.time() - start
-            record = {"step": before["step"] + step, "tokens": before["tokens"] + step * tokens_per_step,
-                      "seconds": round(before["seconds"] + elapsed, 1),
-                      **{name: round(value, 4) for name, value in losses.items()}, "lr": opt.param_groups[0]["lr"]}
-            if eval_fn and (step % eval_every == 0 or step == total):
-                record["val_loss"] = round(eval_fn(), 4)
-                if average_last > 1:
-                    kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-            if probe_fn and (step % probe_every == 0 or step == total):
-                record["heads"] = probe_fn()
-            history.append(record)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{step * tokens_per_step / elapsed:,.0f}")
-            due = {f for f in snapshots_left if step >= f * total}
-            snapshots_left -= due
-            if snapshot_when is not None and snapshot_when(record):
-                due, snapshot_when = {"event"}, None
-            if due and on_save and step < total:
-                on_save(history, f"snapshots/step-{record['step']:06d}")
-            elif on_save and time.time() - last_save > save_every_min * 60:
-                on_save(history, None)
+    step = 0
+    if resume:
+        saved = state.load(model, opt, generators)
+        step, total, history = saved["step"], saved["total"], saved["history"]
+        steps, start = total, start - saved["seconds"]          # the schedule's length was fixed when it began
+        kept.extend(saved["kept"])
+        snapshots_left, snapshot_when = saved["snapshots_left"], snapshot_when if saved["snapshot_pending"] else None
+    wrapped = dist.wrap(model)                  # after loading: DDP broadcasts rank 0's weights once, here
+    session_start, timed_from = time.time(), (TIMED_STEPS[0], start)
+    bar = tqdm(total=steps, initial=step, disable=not dist.main, unit="step", dynamic_ncols=True, mininterval=2)
+
+    def save_state():
+        state.save(step=step, total=total, seconds=time.time() - start, model=model, opt=opt, history=history,
+                   kept=list(kept), generators=generators, argv=list(argv),
+                   extra={"snapshots_left": snapshots_left, "snapshot_pending": snapshot_when is not None})
+
+    stop = StopSignal() if state else contextlib.nullcontext()
+    with stop:
+        while step < total:
+            if steps is None and step == timed_from[0]:
+                timed_from = (step, time.time())
+            if steps is None and step >= TIMED_STEPS[1] and (step == TIMED_STEPS[1] or step % RETIME_EVERY == 0):
+                now = time.time()
+                per_step = (now - timed_from[1]) / (step - timed_from[0])
+                left = int((minutes * 60 - (now - start)) / per_step)
+                total = dist.agree(step + max(1, left))             # ranks that disagree hang
+                bar.total = total
+                timed_from = (step, now)
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step, total, lr, warmup, lr_floor)      # total is 10**9 until --minutes fixes it
+            wrapped.train()
+            losses = loss_fn(step, wrapped)
+            losses = losses if isinstance(losses, dict) else {"train_loss": losses}
+            loss = sum(losses.values())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            losses = {name: dist.mean(value).item() for name, value in losses.items()}   # collectives: every rank calls them
+            loss = sum(losses.values())
+            if dist.main:
+                elapsed = time.time() - start
+                record = {"step": before["step"] + step, "tokens": before["tokens"] + step * tokens_per_step,
+                          "seconds": round(before["seconds"] + elapsed, 1),
+                          **{name: round(value, 4) for name, value in losses.items()}, "lr": opt.param_groups[0]["lr"]}
+                if eval_fn and (step % eval_every == 0 or step == total):
+                    record["val_loss"] = round(eval_fn(), 4)
+                    if average_last > 1:
+                        kept.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+                if probe_fn and (step % probe_every == 0 or step == total):
+                    record["heads"] = probe_fn()
+                history.append(record)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{(step - bar.initial) * tokens_per_step / (time.time() - session_start):,.0f}")
+                due = {f for f in snapshots_left if step >= f * total}
+                snapshots_left -= due
+                if snapshot_when is not None and snapshot_when(record):
+                    due, snapshot_when = {"event"}, None
+                if due and on_save and step < total:
+                    on_save(history, f"snapshots/step-{record['step']:06d}")
+            # decided together (any rank's clock or signal counts): saving and pausing need every rank
+            periodic, pause = dist.any(
+                time.time() - last_save > save_every_min * 60,
+                state is not None and step < total and (
+                    stop.received or step == pause_at_step
+                    or (pause_after_minutes is not None and time.time() - session_start > pause_after_minutes * 60)))
+            if periodic:
+                if on_save:
+                    on_save(history, None)
+                if state:
+                    save_state()
                 last_save = time.time()
+            if pause:
+                save_state()
+                bar.close()
+                raise Paused(step, total, state.folder)
     bar.close()
     if dist.main and len(kept) > 1:
         history[-1].update(average_checkpoints(model, list(kept), eval_fn))
@@ -473,7 +531,7 @@ def train_gpt(args, dist: Distributed):
         return "heads" in record and max(map(max, record["heads"]["induction"])) >= THRESHOLD
 
     run = _run(args, model, {"tokenizer": tok}, "gpt", out, facts, loss_fn, eval_fn, args.batch * args.context,
-               () if earlier else GPT_SNAPSHOTS, dist, probe_fn, induction_born)
+               () if earlier else GPT_SNAPSHOTS, dist, probe_fn, induction_born, generators=(gen,))
     if run is not None:
         return _finish(args, GPT(run, tok, str(out)), "gpt", out, facts,
                        lambda gpt: evaluate.evaluate_gpt(gpt, val_text))
@@ -514,22 +572,40 @@ def stages(facts: dict) -> list[dict]:
 def train_translator(args, dist: Distributed):
     from .data import bible
 
+    sources = args.sources.split(",")
+    unknown = set(sources) - set(bible.ENGLISH)
+    if unknown:
+        raise SystemExit(f"unknown --sources {sorted(unknown)}: choose from {', '.join(bible.ENGLISH)}")
     with dist.rank0_first():                            # one process fetches the corpus; the others read its cache
-        train_pairs, test_pairs = bible.split(bible.load_pairs())
+        by_source = {source: bible.split(bible.load_pairs(source)) for source in sources}
+    train_pairs, test_pairs = by_source[sources[0]]     # the first source's English: validation and test
+    english = [p.en for source in sources for p in by_source[source][0]]
+    spanish = [p.es for p in train_pairs]
     with dist.rank0_first():
+        name = "bible-en" + "".join(f"-{s}" for s in sources if s != "web")   # the WEB-only cache keeps its name
         if args.shared_vocab:                           # one BPE over both sides (see TranslatorConfig)
-            src_tok = tgt_tok = cached_tokenizer("bible-en-es", [p.en for p in train_pairs] +
-                                                 [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+            src_tok = tgt_tok = cached_tokenizer(f"{name}-es", english + spanish, args.vocab, TRANSLATOR_SPECIALS)
         else:
-            src_tok = cached_tokenizer("bible-en", [p.en for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
-            tgt_tok = cached_tokenizer("bible-es", [p.es for p in train_pairs], args.vocab, TRANSLATOR_SPECIALS)
+            src_tok = cached_tokenizer(name, english, args.vocab, TRANSLATOR_SPECIALS)
+            tgt_tok = cached_tokenizer("bible-es", spanish, args.vocab, TRANSLATOR_SPECIALS)
     eos_src, eos_tgt = src_tok.special("<|eos|>"), tgt_tok.special("<|eos|>")
-    encoded = [(src_tok.encode(p.en) + [eos_src], tgt_tok.encode(p.es)) for p in train_pairs]
-    encoded = [(s, t) for s, t in encoded if len(s) <= args.context and len(t) < args.context]
+
+    def encoded(pair):
+        s, t = src_tok.encode(pair.en) + [eos_src], tgt_tok.encode(pair.es)
+        return (s, t) if len(s) <= args.context and len(t) < args.context else None
+
+    # validation: verses drawn at random, held out of training in every source
     gen = torch.Generator().manual_seed(args.seed)
-    order = torch.randperm(len(encoded), generator=gen).tolist()
-    val = [encoded[i] for i in order[:500]]              # a validation slice for the loss curve
-    train = [encoded[i] for i in order[500:]]
+    n_val = min(VAL_VERSES, len(train_pairs) // 10)
+    val_refs = {train_pairs[i].ref for i in torch.randperm(len(train_pairs), generator=gen)[:n_val].tolist()}
+    val = [row for row in map(encoded, (p for p in train_pairs if p.ref in val_refs)) if row]
+    versions = collections.defaultdict(list)            # ref → its (src, tgt) rows, one per source
+    for source in sources:
+        for pair in by_source[source][0]:
+            row = encoded(pair) if pair.ref not in val_refs else None
+            if row:
+                versions[pair.ref].append(row)
+    batches = VerseBatches(list(versions.values()), args.batch, args.seed)
     torch.manual_seed(args.seed)
     if args.init:
         sample = "\n".join(p.en + "\n" + p.es for p in train_pairs[:500])
@@ -542,44 +618,50 @@ def train_translator(args, dist: Distributed):
                                   feed_forward=args.feed_forward, norm=args.norm, dropout=args.dropout,
                                   shared_vocab=args.shared_vocab)
         model, earlier = ToyTranslator(config).to(args.device), None
-    src_pad, tgt_pad, bos = src_tok.special(PAD), tgt_tok.special(PAD), tgt_tok.special("<|bos|>")
-
-    buckets = length_buckets(train, args.batch, gen)
-
-    def batch_loss(m, rows, smoothing):
-        src, tgt_in, tgt_out = translation_batch(rows, src_pad, tgt_pad, bos, eos_tgt)
-        src, tgt_in, tgt_out = (dist.shard(t).to(args.device) for t in (src, tgt_in, tgt_out))
-        logits = m(src, tgt_in, src != src_pad)
-        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-1,
-                               label_smoothing=smoothing)
+    specials = {"src_pad": src_tok.special(PAD), "tgt_pad": tgt_tok.special(PAD), "bos": tgt_tok.special("<|bos|>"),
+                "eos": eos_tgt}
 
     def train_loss(step, wrapped):
-        bucket = buckets[int(torch.randint(len(buckets), (1,), generator=gen))]
-        return batch_loss(wrapped, [train[i] for i in bucket], 0.1)
+        src, tgt_in, tgt_out = translation_batch(batches.at(step), **specials)
+        src, tgt_in, tgt_out = (dist.shard(t).to(args.device) for t in (src, tgt_in, tgt_out))
+        logits = wrapped(src, tgt_in, src != specials["src_pad"])
+        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-1, label_smoothing=0.1)
 
     def eval_fn():
-        model.eval()
-        with torch.no_grad():
-            return batch_loss(model, val[: args.batch], 0.0).item()
+        return evaluate.teacher_forced_loss(model, val, specials)
 
-    mean_tokens = sum(len(s) + len(t) for s, t in train[:1000]) / 1000
+    rows = [row for v in versions.values() for row in v]
+    mean_tokens = sum(len(s) + len(t) for s, t in rows[:2000]) / min(2000, len(rows))
     out = Path(args.out or CHECKPOINTS / "translator")
-    facts = {"train_chars": sum(len(p.en) + len(p.es) for p in train_pairs), "train_pairs": len(train),
-             "earlier": earlier}
+    facts = {"train_chars": sum(len(p.en) + len(p.es) for source in sources for p in by_source[source][0]),
+             "train_pairs": sum(map(len, versions.values())), "train_verses": len(versions),
+             "sources": sources, "earlier": earlier}
     run = _run(args, model, {"source": src_tok, "target": tgt_tok}, "translator", out, facts,
-               train_loss, eval_fn,
-               int(args.batch * mean_tokens), (), dist, None)
+               train_loss, eval_fn, int(args.batch * mean_tokens), (), dist, None)
     if run is not None:
         test = test_pairs if args.eval_limit is None else test_pairs[: args.eval_limit]
-        return _finish(args, Translator(run, src_tok, tgt_tok, str(out)), "translator", out, facts,
+        translator = Translator(run, src_tok, tgt_tok, str(out))
+        return _finish(args, translator, "translator", out, facts,
                        lambda translator: evaluate.evaluate_translator(translator, test, beams=(1, 4)))
 
 
 def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per_step, snapshot_at, dist, probe_fn,
-         snapshot_when=None):
-    start = time.time()
+         snapshot_when=None, generators=()):
+    recipe = recipe_argv(args.argv)
+    state = RunState(Path(args.state) if args.state else cache_dir() / "runs" / out.resolve().name, dist.rank, dist.world)
+    if args.resume and not state.exists():
+        raise SystemExit(f"--resume: no saved run in {state.folder} (saved states live in the data cache, "
+                         "TOYVIZ_DATA; if this machine lost it, start the run again without --resume)")
+    if args.resume:
+        saved_recipe = torch.load(state.main_file, weights_only=False)["argv"]
+        if saved_recipe != recipe:
+            raise SystemExit(f"--resume: {state.folder} holds a run of `{shlex.join(saved_recipe)}`, "
+                             f"not `{shlex.join(recipe)}`: give the same flags")
+    elif state.exists():
+        raise SystemExit(f"{state.folder} holds an unfinished run: add --resume to go on with it, "
+                         "or delete that folder to start again")
     facts.update({"out": loadable_name(out, kind),
-                  "command": f"{dist.launcher} -m toyviz.train " + " ".join(shlex.quote(a) for a in args.argv),
+                  "command": f"{dist.launcher} -m toyviz.train " + shlex.join(recipe),
                   "device": device_name(args.device), "config": asdict(model.config),
                   "params": sum(p.numel() for p in model.parameters()), "dtype": "float16"})
 
@@ -593,17 +675,40 @@ def _run(args, model, tokenizers, kind, out, facts, loss_fn, eval_fn, tokens_per
                          lr_floor=args.lr_floor, dist=dist, tokens_per_step=tokens_per_step, on_save=save if dist.main else None,
                          snapshot_at=snapshot_at, eval_fn=eval_fn, eval_every=args.eval_every,
                          probe_fn=probe_fn, probe_every=args.probe_every, snapshot_when=snapshot_when,
-                         earlier=earlier.get("history"), average_last=args.average_last)
+                         earlier=earlier.get("history"), average_last=args.average_last, state=state,
+                         resume=args.resume, generators=generators, argv=recipe,
+                         pause_at_step=args.pause_at_step, pause_after_minutes=args.pause_after_minutes)
+    state.clear()
     if earlier:
         facts["earlier"] = {"stages": earlier["stages"]}   # its history is now part of this run's
     if not dist.main:
         return None
     dist.take_all_cores()
+    earlier_seconds = earlier["history"][-1]["seconds"] if earlier.get("history") else 0.0
     steps = len(history) - len(earlier.get("history", []))          # this run's, one record a step
-    facts.update({"train_minutes": (time.time() - start) / 60, "steps": steps, "tokens": steps * tokens_per_step})
+    facts.update({"train_minutes": (history[-1]["seconds"] - earlier_seconds) / 60,     # every session's
+                  "processes": dist.world, "steps": steps, "tokens": steps * tokens_per_step})
     save(history, None)
     facts["history"] = history
     return model.eval()
+
+
+SESSION_FLAGS = {"--resume": 0, "--pause-at-step": 1, "--pause-after-minutes": 1, "--state": 1}
+
+
+def recipe_argv(argv: list[str]) -> list[str]:
+    """The command line without the flags that only say how this session runs it (they do not change
+    the weights): what the model card quotes, and what --resume checks it is going on with."""
+    kept, skip = [], 0
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        if skip:
+            skip -= 1
+        elif flag in SESSION_FLAGS:
+            skip = SESSION_FLAGS[flag] if "=" not in arg else 0
+        else:
+            kept.append(arg)
+    return kept
 
 
 def _finish(args, wrapper, kind, out, facts, evaluate_fn):
@@ -644,6 +749,15 @@ def parse_args(argv):
     p.add_argument("--average-last", type=int, default=1,
                    help="ship the mean of the weights at the last N evaluation points, if its validation loss "
                         "is lower than the last weights' (default 1: the last weights)")
+    p.add_argument("--sources", default="web,kjv",
+                   help="translator: English sources, comma-separated (web, kjv); one is drawn per verse per epoch")
+    p.add_argument("--resume", action="store_true",
+                   help="go on with the run saved in the state folder exactly where it stopped (same flags)")
+    p.add_argument("--state", help="where the run's resumable state is saved (default: the data cache's "
+                                   "runs/<name of --out>)")
+    p.add_argument("--pause-after-minutes", type=float,
+                   help="stop this session's part of the run after so many minutes, saving it for --resume")
+    p.add_argument("--pause-at-step", type=int, help="stop at this step, saving the run for --resume")
     p.add_argument("--copy-batch", type=int, default=0,
                    help="gpt: also train on this many short repeated random-token sequences a step "
                         "(they make induction heads form; see copy_batch)")
@@ -653,6 +767,8 @@ def parse_args(argv):
             setattr(args, flag, value)
     if args.steps is None and args.minutes is None:
         p.error("give --steps or --minutes")
+    if args.steps is None and (args.pause_at_step or args.pause_after_minutes):
+        p.error("a run that pauses needs --steps: its schedule must be fixed before the first session ends")
     args.argv = list(argv)
     return args
 
@@ -665,6 +781,10 @@ def main(argv=None):
     dist = Distributed(args.device)
     try:
         result = (train_gpt if args.kind == "gpt" else train_translator)(args, dist)
+    except Paused as paused:
+        if dist.main:
+            print(json.dumps({"paused_at_step": paused.step, "steps": paused.total, "state": str(paused.folder)}))
+        return None
     finally:
         dist.close()
     if result is not None:

@@ -1,8 +1,10 @@
-"""English→Spanish verse pairs for the translator: the World English Bible against Reina-Valera 1909.
+"""English→Spanish verse pairs for the translator: English Bibles against Reina-Valera 1909.
 
-Source: the Debian packages `sword-text-web` (SWORD module engWEB2015eb, World English Bible) and
-`sword-text-sparv` (spaRV1909eb, Reina-Valera 1909). Both texts are in the public domain (the name
-"World English Bible" is a trademark for the unmodified text); the reader, PyPI `pysword`, is MIT.
+Source: the Debian packages `sword-text-web` (SWORD module engWEB2015eb, World English Bible),
+`sword-text-kjv` (engKJV2006eb, King James Version: a second English text of the same verses, with
+RV1909's verse numbering) and `sword-text-sparv` (spaRV1909eb, Reina-Valera 1909). The texts are in
+the public domain (the name "World English Bible" is a trademark for the unmodified text; the KJV is
+public domain outside the UK); the reader, PyPI `pysword`, is MIT.
 The .debs are fetched with `apt-get download` and unpacked with `dpkg -x`: nothing is installed.
 
 Verses are OSIS markup: `clean_verse` turns one into plain text. Verses are joined on their OSIS
@@ -28,8 +30,10 @@ from pathlib import Path
 
 from . import cache_dir
 
-MODULES = {"sword-text-web": "engWEB2015eb", "sword-text-sparv": "spaRV1909eb"}  # Debian package → module
-ENGLISH, SPANISH = MODULES.values()
+MODULES = {"sword-text-web": "engWEB2015eb", "sword-text-kjv": "engKJV2006eb",
+           "sword-text-sparv": "spaRV1909eb"}                       # Debian package → module
+ENGLISH = {"web": "engWEB2015eb", "kjv": "engKJV2006eb"}            # the English sources, by short name
+SPANISH = "spaRV1909eb"
 TEST_BOOKS = ("Ruth", "Jonah", "Phil", "Jas")  # OSIS ids of Ruth, Jonah, Philippians, James
 # A pair whose log length ratio is further than this from the median is a misalignment, not a translation.
 MAX_RATIO_DEVIATION = 0.7
@@ -43,16 +47,17 @@ class VersePair:
     es: str
 
 
-def load_pairs() -> list[VersePair]:
-    """Aligned verse pairs in canonical order (≈ 31 k).
+def load_pairs(source: str = "web") -> list[VersePair]:
+    """Aligned verse pairs of one English source (`ENGLISH`'s keys) in canonical order (≈ 31 k).
 
-    Cached at cache_dir()/bible/pairs.jsonl: only the first call needs apt-get, dpkg and pysword.
+    Cached at cache_dir()/bible/pairs.jsonl (the WEB) or pairs-<source>.jsonl: only the first call
+    needs apt-get, dpkg and pysword.
     """
-    cache = cache_dir() / "bible" / "pairs.jsonl"
+    cache = cache_dir() / "bible" / ("pairs.jsonl" if source == "web" else f"pairs-{source}.jsonl")
     if not cache.exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
         sword = fetch_modules(cache.parent)
-        english = {ref: clean_verse(raw) for ref, raw in read_module(sword, ENGLISH).items()}
+        english = {ref: clean_verse(raw) for ref, raw in read_module(sword, ENGLISH[source]).items()}
         spanish = {ref: clean_verse(raw) for ref, raw in read_module(sword, SPANISH).items()}
         tmp = cache.with_suffix(".tmp")  # written whole, then renamed: never a half-written cache
         tmp.write_text("".join(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in align(english, spanish)),
@@ -220,11 +225,12 @@ def read_module(sword: Path, module: str) -> dict[str, str]:
 
 
 def main() -> None:
-    pairs = load_pairs()
-    train, test = split(pairs)
-    print(json.dumps({"pairs": len(pairs), "train": len(train), "test": len(test),
-                      "mean_words_en": round(statistics.fmean(len(p.en.split()) for p in pairs), 1),
-                      "mean_words_es": round(statistics.fmean(len(p.es.split()) for p in pairs), 1)}))
+    for source in ENGLISH:
+        pairs = load_pairs(source)
+        train, test = split(pairs)
+        print(json.dumps({"source": source, "pairs": len(pairs), "train": len(train), "test": len(test),
+                          "mean_words_en": round(statistics.fmean(len(p.en.split()) for p in pairs), 1),
+                          "mean_words_es": round(statistics.fmean(len(p.es.split()) for p in pairs), 1)}))
 
 
 if __name__ == "__main__":
