@@ -2,10 +2,10 @@
 
     python app.py [--device cpu|cuda] [--gpt PATH_OR_REPO] [--translator PATH_OR_REPO]
 
-This file only lays out and wires: the renderers are `toyviz.views` (inputs → note and figures, no
-Gradio), which renderer draws each tab from which controls `toyviz.tabs`, the controls' ranges
-`toyviz.controls`, the app's Gradio pieces (a figure plot, sliders, how a user's error is shown)
-`toyviz.components`. Top to bottom: the header, each tab's layout, the registry binding toyviz.tabs'
+This file only lays out and wires: the renderers are `toyviz.app.views` (inputs → note and figures, no
+Gradio), which renderer draws each tab from which controls `toyviz.app.tabs`, the controls' ranges
+`toyviz.app.controls`, the app's Gradio pieces (a figure plot, sliders, how a user's error is shown)
+`toyviz.app.widgets`. Top to bottom: the header, each tab's layout, the registry binding toyviz.app.tabs'
 names to this page's components, deep links, start-up.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-# read once, when torch loads MKL: no buffers kept per worker thread (toyviz.memory.mkl_keeps_thread_buffers)
+# read once, when torch loads MKL: no buffers kept per worker thread (toyviz.serving.memory.mkl_keeps_thread_buffers)
 os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -24,20 +24,21 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr
 
 import toyviz
-from toyviz import explain, links, views
-from toyviz.components import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place,
+from toyviz.interpret import explain
+from toyviz.app import links, views
+from toyviz.app.widgets import (SCROLL_TO_PANEL, TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place,
                                one_per_visitor, plot, show_clamped, slider)
-from toyviz.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
-from toyviz.controls import DEFAULTS
-from toyviz.explorer import Explorer
-from toyviz.memory import keep_returning_freed_memory
-from toyviz.serving import prepare_server
-from toyviz.tabs import TABS, draw_every_tab
-from toyviz.size import PRESETS
-from toyviz.variants import VARIANTS
+from toyviz.models.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
+from toyviz.app.controls import DEFAULTS
+from toyviz.app.explorer import Explorer
+from toyviz.serving.memory import keep_returning_freed_memory
+from toyviz.serving.server import prepare_server
+from toyviz.app.tabs import TABS, draw_every_tab
+from toyviz.models.size import PRESETS
+from toyviz.training.variants import VARIANTS
 
-CSS = (Path(toyviz.__file__).parent / "page.css").read_text(encoding="utf-8")
-# generations decode together in one batch (toyviz.batching): a worker streaming one mostly waits for the
+CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="utf-8")
+# generations decode together in one batch (toyviz.serving.batching): a worker streaming one mostly waits for the
 # batch's next round, so many may stream at once, and the more do, the more each forward serves. Under
 # benchmarks.load (30 students) 16 slots were all taken (a generation took ~20 s) and the first token
 # waited for one: p95 9.0 s; with 32, 1.5 s
@@ -233,7 +234,7 @@ def model_tabs(ui, sizes):
 # ---------------------------------------------------------------- wiring -------------------
 
 def registry(ui, bind) -> dict:
-    """tab → (renderer, its inputs, its outputs, the controls that redraw it, API name), from toyviz.tabs."""
+    """tab → (renderer, its inputs, its outputs, the controls that redraw it, API name), from toyviz.app.tabs."""
     def components(names):
         return [c for name in names for c in (getattr(ui, name) if isinstance(getattr(ui, name), list)
                                               else [getattr(ui, name)])]

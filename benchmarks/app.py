@@ -17,7 +17,7 @@
 Targets (2-core CPU): ≤ 60 ms (issue 17; 150 before), ≤ 300 KB, features ≤ 1 s, ≤ 15 s, ≤ 1.5 GB;
 streaming ≥ 10 updates/s, stall ≤ 500 ms, Stop ≤ 1.5 s, after every tab ≤ 0.5 s behind. Issue 16 aimed at ≥ 15 updates/s;
 the app sends 12 (two tokens each), because a page with every tab opened fell behind 16 a second on a CPU
-slowed 2x (see toyviz.views, TEXT_EVERY_S).
+slowed 2x (see toyviz.app.views, TEXT_EVERY_S).
 """
 import argparse
 import json
@@ -64,8 +64,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     from benchmarks import load, stream
-    from toyviz.explorer import Explorer
-    from toyviz import views
+    from toyviz.app.explorer import Explorer
+    from toyviz.app import views
     explorer = Explorer.load("gpt", "translator", None)
     render = lambda prompt, *args: views.attention_view(explorer, prompt, *args)
     context = explorer.gpt.config.context

@@ -6,9 +6,9 @@
 - generation tokens/s for 256 new tokens after a 64-token prompt, with and without the KV cache
 - streams_tokens_per_s: 8 generations of new_tokens each (different prompts, sampled), all tokens per
   second when read one after another ("alone") and when read at once, decoded in one batch
-  (toyviz.batching, "together")
+  (toyviz.serving.batching, "together")
 - busy_tokens_per_s: cached generation while two threads run pure Python (as figure builders do in a
-  server), at the interpreter's default switch interval and at toyviz.serving's (see there)
+  server), at the interpreter's default switch interval and at toyviz.serving.server's (see there)
 Targets on a 2-core CPU: trace_ratio ≤ 1.5, cached ≥ 3× uncached.
 """
 import argparse
@@ -21,8 +21,8 @@ import time
 import torch
 
 import toyviz
-from toyviz.batching import Streams
-from toyviz.serving import SWITCH_INTERVAL_S
+from toyviz.serving.batching import Streams
+from toyviz.serving.server import SWITCH_INTERVAL_S
 
 
 def median_seconds(fn, repeats: int) -> float:

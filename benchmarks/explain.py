@@ -30,8 +30,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from toyviz import views
-    from toyviz.explorer import Explorer
+    from toyviz.app import views
+    from toyviz.app.explorer import Explorer
     explorer = Explorer.load("gpt", "translator", "cpu")
     gpt = explorer.gpt
     start = time.perf_counter()

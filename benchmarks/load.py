@@ -69,7 +69,7 @@ BEAM = 4
 TIMEOUT_S = 60.0
 RSS_EVERY_S = 10.0
 # the end's memory is read once the server has been idle this long, so that its keeper has handed the pages
-# of freed blocks back (toyviz.memory.RETURN_EVERY_S): read at once, the figure depends on when the keeper
+# of freed blocks back (toyviz.serving.memory.RETURN_EVERY_S): read at once, the figure depends on when the keeper
 # last ran (+92 and +230 MB in two runs of the same code), not on what the class left behind
 SETTLE_S = 12.0                  # > RETURN_EVERY_S (10 s; not imported: this process has no torch)
 POLL_S = 0.02                    # how often a streaming generation is looked at (time-to-first-token resolution)

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from toyviz.api import BOS_GPT, GPT, TRANSLATOR_SPECIALS, Translator, resolve_device
-from toyviz.checkpoint import save_folder
-from toyviz.config import GPTConfig, TranslatorConfig
-from toyviz.gpt import ToyGPT
-from toyviz.tokenizer import train_tokenizer
-from toyviz.translator import ToyTranslator
+from toyviz.models.checkpoint import save_folder
+from toyviz.models.config import GPTConfig, TranslatorConfig
+from toyviz.models.gpt import ToyGPT
+from toyviz.models.tokenizer import train_tokenizer
+from toyviz.models.translator import ToyTranslator
 
 ENGLISH = ("To be, or not to be, that is the question. Whether 'tis nobler in the mind to suffer "
            "the slings and arrows of outrageous fortune. In the beginning God created the heavens "

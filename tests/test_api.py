@@ -3,10 +3,10 @@ import pytest
 import torch
 
 import toyviz
-from toyviz.size import count_parameters
-from toyviz.config import GPTConfig, TranslatorConfig
-from toyviz.gpt import ToyGPT
-from toyviz.translator import ToyTranslator
+from toyviz.models.size import count_parameters
+from toyviz.models.config import GPTConfig, TranslatorConfig
+from toyviz.models.gpt import ToyGPT
+from toyviz.models.translator import ToyTranslator
 
 
 def test_trace_api_shapes(tiny_gpt):
@@ -117,7 +117,7 @@ def test_truncated_weights_give_a_one_line_error(tiny_checkpoints, tmp_path):
 def test_missing_checkpoint_says_what_to_run(tmp_path, monkeypatch):
     with pytest.raises(toyviz.CheckpointError, match="config.json is missing"):
         toyviz.load(str(tmp_path))
-    import toyviz.checkpoint as ck
+    import toyviz.models.checkpoint as ck
     monkeypatch.setattr(ck, "CHECKPOINTS", tmp_path)
     with pytest.raises(toyviz.CheckpointError, match="python -m toyviz.train gpt"):
         toyviz.load("gpt")

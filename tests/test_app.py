@@ -29,13 +29,13 @@ import gradio as gr  # noqa: E402
 
 import app  # noqa: E402
 import toyviz  # noqa: E402
-from toyviz.checkpoint import CHECKPOINTS, save_folder  # noqa: E402
-from toyviz.config import GPTConfig, TranslatorConfig  # noqa: E402
-from toyviz.controls import MAX_PROMPT_CHARS  # noqa: E402
-from toyviz.explorer import Explorer  # noqa: E402
-from toyviz.gpt import ToyGPT  # noqa: E402
-from toyviz.size import count_parameters  # noqa: E402
-from toyviz.translator import ToyTranslator  # noqa: E402
+from toyviz.models.checkpoint import CHECKPOINTS, save_folder  # noqa: E402
+from toyviz.models.config import GPTConfig, TranslatorConfig  # noqa: E402
+from toyviz.app.controls import MAX_PROMPT_CHARS  # noqa: E402
+from toyviz.app.explorer import Explorer  # noqa: E402
+from toyviz.models.gpt import ToyGPT  # noqa: E402
+from toyviz.models.size import count_parameters  # noqa: E402
+from toyviz.models.translator import ToyTranslator  # noqa: E402
 
 TIMEOUT = 120                     # seconds for any one call; nothing here should take more than a few
 PROMPT = "To be, or not to be, that is the question"
@@ -341,7 +341,7 @@ def test_the_features_endpoint_and_steered_generation(shipped):
 def test_on_the_page_a_mistake_replaces_the_figures_it_concerns(shipped):
     """The page's own events show the message in place (each figure, the note); the same renderer behind
     the HTTP endpoint raised above. Later text outputs are emptied, not left describing the last prompt."""
-    from toyviz.components import FigurePlot, in_place
+    from toyviz.app.widgets import FigurePlot, in_place
     fn, inputs, outputs, _, _ = shipped.demo.ui.registry["attention"]
     values = in_place(fn, outputs)("   ", 0, 0, "probs", [], False, "gpt")
     assert len(values) == len(outputs)
@@ -489,7 +489,7 @@ def test_main_launches_with_tiny_checkpoints(tiny_checkpoints, monkeypatch):
 
 def test_a_gpt_trained_on_your_own_text_opens_in_the_app(tmp_path, monkeypatch, tiny_checkpoints):
     """The path the README shows: `python -m toyviz.train gpt --text …`, then `python app.py --gpt OUT`."""
-    from toyviz import train
+    from toyviz.training import train
     monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "cache"))
     lines = ["Мороз и солнце; день чудесный! 😀", "Καλημέρα, κόσμε — the sea is wide.", "Él dijo: «¡ven aquí!»"]
     (tmp_path / "notes.txt").write_text("\n".join(f"{i}. {lines[i % 3]}" for i in range(1200)), encoding="utf-8")
@@ -697,9 +697,9 @@ def test_without_a_translator_the_picker_says_so(tiny_checkpoints, tmp_path):
 
 
 def test_every_tab_drawn_before_serving_leaves_the_first_prompt_cached(tiny_checkpoints, tmp_path):
-    """app.main draws every tab once for the page's first values (toyviz.tabs.draw_every_tab); a tab that
+    """app.main draws every tab once for the page's first values (toyviz.app.tabs.draw_every_tab); a tab that
     cannot draw (here: no translator) does not stop the others."""
-    from toyviz.tabs import TABS, draw_every_tab
+    from toyviz.app.tabs import TABS, draw_every_tab
     explorer = Explorer.load(str(tiny_checkpoints["gpt"]), str(tmp_path / "no-translator"), "cpu")
     demo = app.build(explorer)
     values = {name: getattr(demo.ui, name).value for tab in TABS.values() for name in tab.inputs}
@@ -711,7 +711,7 @@ def test_every_tab_drawn_before_serving_leaves_the_first_prompt_cached(tiny_chec
 def test_modules_that_are_not_installed_fail_to_import_at_once(monkeypatch):
     """Gradio tries matplotlib and bokeh on every event; marked missing they fail without a search."""
     import sys
-    from toyviz.serving import skip_missing_imports
+    from toyviz.serving.server import skip_missing_imports
     monkeypatch.setattr(sys, "modules", dict(sys.modules))             # whatever is marked goes with the test
     assert skip_missing_imports(("json", "toyviz_surely_not_installed")) == ["toyviz_surely_not_installed"]
     assert sys.modules["toyviz_surely_not_installed"] is None and sys.modules["json"] is not None
@@ -721,7 +721,7 @@ def test_modules_that_are_not_installed_fail_to_import_at_once(monkeypatch):
 
 def test_a_plot_rebuilt_for_an_unchanged_update_reuses_its_schema():
     """Gradio builds a plot anew for every gr.skip(); its API schema is the same each time, made once."""
-    from toyviz.components import FigurePlot
+    from toyviz.app.widgets import FigurePlot
     first, again = FigurePlot(render=False), FigurePlot(render=False)
     assert first.api_info() is again.api_info()
     assert first.api_info() == gr.Plot(render=False).api_info()

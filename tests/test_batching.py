@@ -1,13 +1,13 @@
-"""Continuous batching (toyviz.batching): streams decoded together give exactly what each gives alone."""
+"""Continuous batching (toyviz.serving.batching): streams decoded together give exactly what each gives alone."""
 import threading
 import time
 
 import pytest
 import torch
 
-from toyviz.batching import Streams
-from toyviz.config import GPTConfig
-from toyviz.gpt import ToyGPT
+from toyviz.serving.batching import Streams
+from toyviz.models.config import GPTConfig
+from toyviz.models.gpt import ToyGPT
 
 CONFIGS = [dict(positional=p, feed_forward=f, norm=n) for p, f, n in [
     ("sinusoidal", "gelu", "pre"), ("learned", "gelu", "post"), ("rope", "swiglu", "pre"), ("none", "gelu", "pre")]]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import stream
-from toyviz.checkpoint import CHECKPOINTS
-from toyviz.explorer import EXPERIMENTS, Explorer
+from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.app.explorer import EXPERIMENTS, Explorer
 
 CHROMIUM = stream.CHROMIUM
 SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
@@ -202,7 +202,7 @@ def test_translation_shows_spanish_and_cross_attention(url, page):
 
 def test_why_this_token_links_its_numbers_and_patches_a_pair(url, page):
     """The paragraph's numbers jump to their panels; a prepared pair fills the fields and draws the grids."""
-    from toyviz.explain import PAIRS
+    from toyviz.interpret.explain import PAIRS
     open_app(page, url, "?tab=why")
     # the costliest tab (16 ablated passes, 33 gradient passes): on a machine busy with the rest of the suite,
     # more than WAIT for its first draw

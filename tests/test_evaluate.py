@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import toyviz
-from toyviz.checkpoint import CHECKPOINTS
-from toyviz.evaluate import bits_per_char, gpt_nats
+from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.training.evaluate import bits_per_char, gpt_nats
 
 
 def test_bits_per_char_known_case():
@@ -56,7 +56,7 @@ def test_shipped_translator_translates_a_held_in_verse():
 def test_shipped_gpt_copies_in_context_with_an_induction_head():
     """Issue 18's targets on the probe set's repeated random sequences: a head with induction score
     >= 0.6, the repeat's loss <= 40 % of the first copy's, and the previous-token head that feeds it."""
-    from toyviz.evaluate import head_facts
+    from toyviz.training.evaluate import head_facts
 
     gpt = toyviz.load("gpt", device="cpu")
     text = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun. " * 6
@@ -66,8 +66,8 @@ def test_shipped_gpt_copies_in_context_with_an_induction_head():
 
 
 def test_in_context_drop_is_the_second_copys_loss_over_the_first(tiny_gpt):
-    from toyviz.evaluate import in_context_drop
-    from toyviz.heads import make_probe_set
+    from toyviz.training.evaluate import in_context_drop
+    from toyviz.interpret.heads import make_probe_set
 
     probes = make_probe_set(tiny_gpt.bos, tiny_gpt.config.vocab_size, list(range(100)), n=2, period=10)
     ids = torch.tensor(probes.repeats)
@@ -82,7 +82,7 @@ def test_the_training_sample_is_fixed_and_scores_a_perfect_translator_100(monkey
     reference scores chrF 100 with the known verses exact."""
     from types import SimpleNamespace
 
-    from toyviz.evaluate import TRAINING_SAMPLE, training_sample_facts
+    from toyviz.training.evaluate import TRAINING_SAMPLE, training_sample_facts
     pairs = [SimpleNamespace(ref="Gen.1.1" if i == 0 else "Gen.1.3" if i == 2 else f"Ps.{i}.1",
                              en=f"verse {i}", es=f"versículo número {i} del libro") for i in range(1000)]
     by_en = {p.en: p.es for p in pairs}

@@ -6,19 +6,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from toyviz import experiments, variants
-from toyviz.config import GPTConfig
-from toyviz.gpt import ToyGPT
-from toyviz.size import count_parameters
+from toyviz.training import experiments, variants
+from toyviz.models.config import GPTConfig
+from toyviz.models.gpt import ToyGPT
+from toyviz.models.size import count_parameters
 
 BASE = experiments.BASELINE
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_variant_list_imports_no_training_code():
-    """The app lists the variants from toyviz.variants; that must not pull in the training loop."""
-    check = ("import sys, toyviz.variants as v; assert 'toyviz.train' not in sys.modules, 'toyviz.train imported'; "
-             "assert 'toyviz.experiments' not in sys.modules; print(len(v.VARIANTS))")
+    """The app lists the variants from toyviz.training.variants; that must not pull in the training loop."""
+    check = ("import sys, toyviz.training.variants as v; assert 'toyviz.training.train' not in sys.modules, 'toyviz.training.train imported'; "
+             "assert 'toyviz.training.experiments' not in sys.modules; print(len(v.VARIANTS))")
     done = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(len(experiments.VARIANTS))
@@ -55,7 +55,7 @@ def test_honest_scoring_never_sees_the_future():
 @pytest.fixture
 def tiny_corpus(tmp_path, monkeypatch):
     """A few lines of Shakespeare instead of the real split, with the evaluation made cheap."""
-    from toyviz.data import shakespeare
+    from toyviz.training.data import shakespeare
     monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "data"))
     verse = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer. "
     works = {"hamlet": verse * 4, "twelfth_night": "If music be the food of love, play on. " * 4,

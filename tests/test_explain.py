@@ -1,4 +1,4 @@
-"""toyviz.explain: each method checked against the model it explains.
+"""toyviz.interpret.explain: each method checked against the model it explains.
 
 Tiny random models (conftest) for the exact identities; the shipped GPT (skipped when absent)
 for what only a trained model can show: integrated-gradients completeness and the prepared pairs.
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from toyviz import explain as E
-from toyviz.explain import activation_patching as AP
-from toyviz.explain import forward as F
+from toyviz.interpret import explain as E
+from toyviz.interpret.explain import activation_patching as AP
+from toyviz.interpret.explain import forward as F
 from toyviz.api import GPT, PromptError
-from toyviz.gpt import ToyGPT
+from toyviz.models.gpt import ToyGPT
 
 from conftest import tiny_gpt_config
 
@@ -305,7 +305,7 @@ def test_ngram_examples_read_back_as_text(gpt_tokenizer):
 
 
 def test_the_shipped_corpus_index_counts_like_numpy(shipped):
-    from toyviz.data import cache_dir
+    from toyviz.training.data import cache_dir
     if not (cache_dir() / "tokens" / f"shakespeare-{shipped.config.vocab_size}-train.pt").is_file():
         pytest.skip("the trainer's token cache is absent (it is written by `python -m toyviz.train gpt`)")
     ids = E.corpus_ids(shipped)

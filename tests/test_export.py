@@ -1,6 +1,6 @@
 import plotly.graph_objects as go
 
-from toyviz.figures import standalone_html, style
+from toyviz.app.figures import standalone_html, style
 
 
 def test_standalone_html_embeds_plotly_once_and_keeps_filenames():

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import toyviz
-from toyviz import sites
-from toyviz.dashboards import DEAD, NO_PATTERN, Dashboards, label
-from toyviz.dictionary import load_features
-from toyviz.features import (MAX_FILE_BYTES, collect, describe, held_out_windows, losses, save, stream_directions,
+from toyviz.interpret import sites
+from toyviz.interpret.dashboards import DEAD, NO_PATTERN, Dashboards, label
+from toyviz.interpret.dictionary import load_features
+from toyviz.interpret.train_dictionary import (MAX_FILE_BYTES, collect, describe, held_out_windows, losses, save, stream_directions,
                              train)
-from toyviz.figures import features as figures
-from toyviz.sae import SAEConfig, SparseAutoencoder
+from toyviz.app.figures import features as figures
+from toyviz.interpret.sae import SAEConfig, SparseAutoencoder
 
 from conftest import ENGLISH
 

@@ -6,15 +6,15 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from toyviz import readout
+from toyviz.interpret import readout
 from toyviz.api import GPT
-from toyviz.config import GPTConfig
-from toyviz.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, config_for, token_labels
-from toyviz.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
-from toyviz.gpt import ToyGPT
-from toyviz.heads import label_heads
-from toyviz.layers import ENCODING_VARIANTS, sinusoidal_encoding
-from toyviz.size import count_parameters
+from toyviz.models.config import GPTConfig
+from toyviz.app.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, config_for, token_labels
+from toyviz.app.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
+from toyviz.models.gpt import ToyGPT
+from toyviz.interpret.heads import label_heads
+from toyviz.models.layers import ENCODING_VARIANTS, sinusoidal_encoding
+from toyviz.models.size import count_parameters
 
 PROMPT = "To be, or not to be, to be"
 LONG = "To be, or not to be, that is the question. Whether 'tis nobler in the mind to suffer " * 12
@@ -512,9 +512,9 @@ def test_every_builder_names_its_download(tiny_gpt, tiny_translator, trace):
 
 def test_token_grids_hold_fewer_cells_a_line_on_a_projector(tiny_gpt, trace):
     """The projector's larger font needs wider cells: each grid of tokens puts fewer to a line there."""
-    from toyviz import explain
-    from toyviz.figures import tokens_per_row
-    from toyviz.figures.explain import saliency_figure
+    from toyviz.interpret import explain
+    from toyviz.app.figures import tokens_per_row
+    from toyviz.app.figures.explain import saliency_figure
     wide, narrow = tokens_per_row(False), tokens_per_row(True)
     assert narrow < wide
     saliency = explain.why(tiny_gpt, PROMPT).saliency

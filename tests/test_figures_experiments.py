@@ -1,7 +1,7 @@
 import pytest
 
-from toyviz.figures import experiments as exp_figs
-from toyviz.variants import VARIANTS
+from toyviz.app.figures import experiments as exp_figs
+from toyviz.training.variants import VARIANTS
 
 
 def fake_results():

@@ -3,9 +3,9 @@ import dataclasses
 import pytest
 import torch
 
-from toyviz.config import GPTConfig
-from toyviz.gpt import ToyGPT
-from toyviz.layers import KVCache
+from toyviz.models.config import GPTConfig
+from toyviz.models.gpt import ToyGPT
+from toyviz.models.layers import KVCache
 
 CONFIGS = [dict(positional=p, feed_forward=f, norm=n) for p, f, n in [
     ("sinusoidal", "gelu", "pre"), ("learned", "gelu", "post"), ("rope", "swiglu", "pre"), ("none", "gelu", "pre")]]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from toyviz.heads import HeadLabel, induction_mask, label_heads, pattern_scores
+from toyviz.interpret.heads import HeadLabel, induction_mask, label_heads, pattern_scores
 
 CAUSAL = torch.ones(32, 32).tril().bool()
 
@@ -75,7 +75,7 @@ def test_threshold_and_unmasked_entropy():
 
 # ---------------------------------------------------------------- probes over a distribution ----
 
-from toyviz.heads import PROBE_PATTERNS, general_label, make_probe_set, probe_scores, repeat_induction_score
+from toyviz.interpret.heads import PROBE_PATTERNS, general_label, make_probe_set, probe_scores, repeat_induction_score
 
 
 def test_a_perfect_induction_head_scores_1_on_a_repeated_sequence():

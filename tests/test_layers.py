@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from toyviz.layers import MultiHeadAttention, apply_rope, rope_angles, sinusoidal_encoding
-from toyviz.trace import Recorder
+from toyviz.models.layers import MultiHeadAttention, apply_rope, rope_angles, sinusoidal_encoding
+from toyviz.models.trace import Recorder
 
 
 @pytest.mark.parametrize("pos,i", [(0, 0), (1, 0), (7, 3), (50, 10), (127, 31)])

@@ -16,7 +16,7 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imp
 import pytest
 
 from benchmarks import load
-from toyviz.checkpoint import CHECKPOINTS
+from toyviz.models.checkpoint import CHECKPOINTS
 
 STUDENTS = 20
 SECONDS = float(os.environ.get("TOYVIZ_LOAD_SECONDS", "45"))
@@ -34,7 +34,7 @@ pytestmark = [
 
 
 def test_the_end_memory_is_read_after_the_servers_keeper_has_run():
-    from toyviz.memory import RETURN_EVERY_S
+    from toyviz.serving.memory import RETURN_EVERY_S
     assert load.SETTLE_S > RETURN_EVERY_S
 
 

@@ -1,4 +1,4 @@
-from toyviz.figures.mask import first_difference, leak_figure, prediction_shift
+from toyviz.app.figures.mask import first_difference, leak_figure, prediction_shift
 
 
 def test_first_difference():

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from toyviz.explorer import Explorer
-from toyviz.memory import LRU, MB, nbytes, return_freed_memory, settle_allocator
+from toyviz.app.explorer import Explorer
+from toyviz.serving.memory import LRU, MB, nbytes, return_freed_memory, settle_allocator
 
 
 @dataclass
@@ -108,7 +108,7 @@ if sys.argv[1] == "app":
     import app                                     # first, as `python app.py` does
 import torch
 import toyviz
-from toyviz.memory import mkl_keeps_thread_buffers, settle_allocator
+from toyviz.serving.memory import mkl_keeps_thread_buffers, settle_allocator
 settle_allocator()
 gpt = toyviz.load("gpt", device="cpu")
 resident = lambda: int(open("/proc/self/statm").read().split()[1]) * 4096 / 2 ** 20

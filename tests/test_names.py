@@ -2,9 +2,9 @@
 (which figures, tests and deep links show) stay as they were."""
 import pytest
 
-from toyviz import names
-from toyviz.config import TranslatorConfig
-from toyviz.translator import ToyTranslator
+from toyviz.models import names
+from toyviz.models.config import TranslatorConfig
+from toyviz.models.translator import ToyTranslator
 
 
 @pytest.mark.parametrize("stack", ["", names.ENCODER, names.DECODER])

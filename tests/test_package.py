@@ -43,7 +43,7 @@ def test_pyproject_dependencies_are_requirements_txt():
 
 def test_a_checkout_uses_its_own_checkpoints(tmp_path):
     """From anywhere, a toyviz imported from the checkout looks next to the package, unless told otherwise."""
-    show = "import toyviz.checkpoint as c; print(c.CHECKPOINTS)"
+    show = "import toyviz.models.checkpoint as c; print(c.CHECKPOINTS)"
     done = _python(show, tmp_path, PYTHONPATH=str(ROOT))
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()) == ROOT / "checkpoints"
@@ -75,8 +75,8 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel):
     files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "toyviz").rglob("*")
              if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyi")}
     assert files <= names, sorted(files - names)
-    assert {"toyviz/__init__.py", "toyviz/checkpoint.py", "toyviz/variants.py", "toyviz/figures/__init__.py",
-            "toyviz/data/__init__.py", "toyviz/page.css"} <= names
+    assert {"toyviz/__init__.py", "toyviz/models/checkpoint.py", "toyviz/training/variants.py",
+            "toyviz/app/figures/__init__.py", "toyviz/training/data/__init__.py", "toyviz/app/page.css"} <= names
     assert not [n for n in names if n.startswith(("checkpoints/", "tests/", "benchmarks/", "app.py"))]
 
 
@@ -102,7 +102,7 @@ def test_an_installed_wheel_finds_checkpoints_where_it_says(wheel, tmp_path):
     done = _python(LOAD.format("gpt"), outside, PYTHONPATH=str(site))
     assert done.returncode != 0
     message = done.stderr.strip().splitlines()[-1]
-    assert message.startswith("toyviz.checkpoint.CheckpointError")
+    assert message.startswith("toyviz.models.checkpoint.CheckpointError")
     for said in (str(site / "checkpoints"), str(outside / "checkpoints"), "TOYVIZ_CHECKPOINTS",
                  "python -m toyviz.train gpt"):
         assert said in message, (said, message)

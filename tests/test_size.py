@@ -2,8 +2,8 @@
 import pytest
 
 import toyviz
-from toyviz.checkpoint import CHECKPOINTS
-from toyviz.size import count_parameters
+from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.models.size import count_parameters
 
 
 def _shipped(kind):

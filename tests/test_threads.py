@@ -24,12 +24,13 @@ import plotly.io as pio
 import pytest
 
 import toyviz
-from toyviz import explain, figures
-from toyviz.checkpoint import CHECKPOINTS
-from toyviz.figures import attention, experiments, layernorm, mask, message, model as model_figs, positional
-from toyviz.figures import explain as explain_figs, features as feature_figs, residual, sampling, tokens, translation
-from toyviz.heads import label_heads
-from toyviz.size import count_parameters
+from toyviz.interpret import explain
+from toyviz.app import figures
+from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.app.figures import attention, experiments, layernorm, mask, message, model as model_figs, positional
+from toyviz.app.figures import explain as explain_figs, features as feature_figs, residual, sampling, tokens, translation
+from toyviz.interpret.heads import label_heads
+from toyviz.models.size import count_parameters
 
 THREADS = 8
 ROUNDS = 3                      # every tab's figures, 8 threads at once

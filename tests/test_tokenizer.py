@@ -1,6 +1,6 @@
 import pytest
 
-from toyviz.tokenizer import Tokenizer
+from toyviz.models.tokenizer import Tokenizer
 
 ODD_TEXTS = [
     "plain ASCII, with punctuation!",

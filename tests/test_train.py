@@ -20,11 +20,11 @@ import pytest
 import torch
 
 import toyviz
-from toyviz.config import GPTConfig
-from toyviz.data.text import load_text
-from toyviz.gpt import ToyGPT
-from toyviz.checkpoint import CHECKPOINTS
-from toyviz.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, copy_batch, copy_period_at, gpt_batch,
+from toyviz.models.config import GPTConfig
+from toyviz.training.data.text import load_text
+from toyviz.models.gpt import ToyGPT
+from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.training.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, copy_batch, copy_period_at, gpt_batch,
                           loadable_name, lr_at, main, train_loop)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -279,10 +279,10 @@ def test_two_ranks_take_the_same_step_as_one_process(tmp_path, monkeypatch):
 def _rank_minutes(rank: int, world: int, port: int, out: str) -> None:
     """Two ranks whose clocks disagree (rank 1's runs twice as fast), as real GPUs' timings always do a
     little: the step count fixed from the timed first steps must still be the same on both."""
-    import toyviz.train
+    import toyviz.training.train
 
     ticks = iter(range(10**6))
-    toyviz.train.time = types.SimpleNamespace(time=lambda: next(ticks) * 0.01 / (rank + 1))
+    toyviz.training.train.time = types.SimpleNamespace(time=lambda: next(ticks) * 0.01 / (rank + 1))
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     torch.set_num_threads(1)
@@ -304,10 +304,10 @@ def test_ranks_with_different_clocks_stop_together(tmp_path):
 def test_minutes_budget_is_filled_despite_slow_first_steps(monkeypatch):
     """The first steps run slower (allocation, set-up); timing them made CPU runs stop 3–8 % short of
     --minutes. Here the first 5 steps take 3 s and the rest 1 s: a 2-minute budget must give ~2 minutes."""
-    import toyviz.train
+    import toyviz.training.train
 
     clock = {"now": 0.0}
-    monkeypatch.setattr(toyviz.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+    monkeypatch.setattr(toyviz.training.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
 
     def slow_then_steady(step, wrapped):
         clock["now"] += 3.0 if step < TIMED_STEPS[0] else 1.0
@@ -353,10 +353,10 @@ def test_torchrun_two_ranks_only_rank_0_writes(tmp_path, corpus_file):
 def test_a_run_that_slows_down_still_ends_on_its_budget(monkeypatch):
     """--minutes re-estimates the step count as it goes: if steps take twice as long from step 150 on
     (another job on the machine), a 10-minute budget still ends near 10 minutes, not at 15."""
-    import toyviz.train
+    import toyviz.training.train
 
     clock = {"now": 0.0}
-    monkeypatch.setattr(toyviz.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+    monkeypatch.setattr(toyviz.training.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
 
     def slows_down(step, wrapped):
         clock["now"] += 1.0 if step < 150 else 2.0

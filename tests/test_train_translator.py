@@ -10,9 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from toyviz.data import bible
-from toyviz.data.bible import VersePair
-from toyviz.train import VerseBatches, main, recipe_argv
+from toyviz.training.data import bible
+from toyviz.training.data.bible import VersePair
+from toyviz.training.train import VerseBatches, main, recipe_argv
 
 TINY = ["--layers", "1", "--heads", "2", "--d-model", "32", "--d-ff", "64", "--context", "64", "--batch", "8",
         "--vocab", "300", "--warmup", "2", "--lr", "3e-3", "--eval-every", "2", "--eval-limit", "2",
@@ -97,7 +97,7 @@ def test_resume_refuses_a_missing_state_and_other_flags_and_a_fresh_run_will_not
 
 def test_held_out_books_stay_out_of_training_in_every_source(tmp_path, bible_cache, monkeypatch):
     seen = []
-    import toyviz.train as train
+    import toyviz.training.train as train
 
     original = train.VerseBatches.__init__
 

@@ -3,9 +3,9 @@ import torch
 
 from conftest import ENGLISH, SPANISH
 from toyviz.api import BOS, TRANSLATOR_SPECIALS
-from toyviz.config import TranslatorConfig
-from toyviz.tokenizer import train_tokenizer
-from toyviz.translator import ToyTranslator, length_penalty
+from toyviz.models.config import TranslatorConfig
+from toyviz.models.tokenizer import train_tokenizer
+from toyviz.models.translator import ToyTranslator, length_penalty
 
 
 def model(norm="pre"):
@@ -65,7 +65,7 @@ def test_greedy_equals_beam_one_and_beam_score_is_at_least_greedy():
 
 def test_cached_decoding_steps_give_the_full_pass_logits():
     """Feeding one token at a time through the cache (rows reordered as beam search does) changes nothing."""
-    from toyviz.layers import KVCache
+    from toyviz.models.layers import KVCache
     for norm in ("pre", "post"):
         m = model(norm)
         src = torch.tensor([[5, 6, 7, 8, 9]])
@@ -132,7 +132,7 @@ def test_a_stack_view_is_what_the_model_computed_in_that_stack():
 
 def test_a_shared_vocabulary_is_one_embedding_table_that_survives_a_save(tmp_path):
     from toyviz.api import load
-    from toyviz.checkpoint import save_folder
+    from toyviz.models.checkpoint import save_folder
     torch.manual_seed(0)
     tok = train_tokenizer([ENGLISH, SPANISH], 400, TRANSLATOR_SPECIALS, "tiny-en-es")
     config = TranslatorConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, context=48,

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import toyviz
-from toyviz import views
+from toyviz.app import views
 from toyviz.api import PromptError
-from toyviz.controls import RANGES
-from toyviz.explorer import Explorer
-from toyviz.size import count_parameters
+from toyviz.app.controls import RANGES
+from toyviz.app.explorer import Explorer
+from toyviz.models.size import count_parameters
 
 PROMPT = "To be, or not to be, that is the question"
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +87,7 @@ def test_what_the_renderers_say(shipped):
 
 def test_the_renderers_clamp_to_the_controls_ranges(shipped):
     """Behind Gradio's slider bounds the renderers clamp again (a browser or an old client may send
-    anything), to the same ranges the sliders and the links use (toyviz.controls.RANGES)."""
+    anything), to the same ranges the sliders and the links use (toyviz.app.controls.RANGES)."""
     cfg = shipped.gpt.config
     head = views.attention_view(shipped, PROMPT, 99, -5, "probs", [], False)[2]
     assert f"layer {cfg.n_layer - 1}, head 0" in title(head)
@@ -154,9 +154,9 @@ def test_the_snapshot_note_names_what_the_slider_reaches():
 
 def test_experiments_draw_the_measurements_when_the_no_mask_model_is_missing(tmp_path, monkeypatch, tiny_gpt):
     """results.json alone is enough for the curves and bars; the no-mask panels say what is missing."""
-    import toyviz.explorer
-    (tmp_path / "results.json").write_bytes((toyviz.explorer.EXPERIMENTS / "results.json").read_bytes())
-    monkeypatch.setattr(toyviz.explorer, "EXPERIMENTS", tmp_path)
+    import toyviz.app.explorer
+    (tmp_path / "results.json").write_bytes((toyviz.app.explorer.EXPERIMENTS / "results.json").read_bytes())
+    monkeypatch.setattr(toyviz.app.explorer, "EXPERIMENTS", tmp_path)
     description, curves, bars, extrapolation, no_mask_bars, attention, sample = views.experiments_view(
         Explorer(tiny_gpt, None), PROMPT, ["baseline", "rope"], "tokens", False)
     assert {d.name for d in curves.data} >= {"baseline", "rope"} and len(bars.data) and len(no_mask_bars.data)
@@ -165,7 +165,7 @@ def test_experiments_draw_the_measurements_when_the_no_mask_model_is_missing(tmp
 
 
 def test_the_app_starts_without_the_training_code():
-    code = "import sys, app; assert 'toyviz.train' not in sys.modules, 'app imported the training loop'"
+    code = "import sys, app; assert 'toyviz.training.train' not in sys.modules, 'app imported the training loop'"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
 
 
@@ -188,7 +188,7 @@ def test_the_why_tab_links_each_number_to_a_panel_of_the_page(shipped):
     import re
 
     import app
-    from toyviz import explain
+    from toyviz.interpret import explain
     note, summary, components, saliency, lens, sources = views.why_view(shipped, "I thank you, my good", "")
     targets = set(re.findall(r"href='#([\w-]+)'", summary))
     demo = app.build(shipped)
@@ -212,7 +212,7 @@ def test_the_why_tab_takes_a_typed_word_or_an_id_and_rejects_several_tokens(ship
 
 
 def test_prepared_pairs_fill_the_patching_fields(shipped):
-    from toyviz import explain
+    from toyviz.interpret import explain
     pair = explain.PAIRS[0]
     assert views.pair_fields(pair.name) == [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
     with pytest.raises(PromptError, match="no prepared pair"):
@@ -224,7 +224,7 @@ def test_prepared_pairs_fill_the_patching_fields(shipped):
 def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
     """A class must not queue behind beam searches: with BUSY_SEARCHES running, a new beam request is
     searched greedily and says so; a beam result already cached is still served as it is."""
-    from toyviz.explorer import BUSY_SEARCHES
+    from toyviz.app.explorer import BUSY_SEARCHES
     cached = "The Lord is my shepherd."
     views.translate_view(shipped, cached, 4)
     shipped.searches.now = BUSY_SEARCHES
@@ -240,7 +240,7 @@ def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
 
 
 def test_generation_paces_itself_alone_and_not_when_a_class_is_streaming(shipped, monkeypatch):
-    from toyviz.explorer import BUSY_GENERATIONS
+    from toyviz.app.explorer import BUSY_GENERATIONS
     slept, here, real_sleep = [], threading.get_ident(), views.time.sleep
     # time.sleep is patched for every thread: others (the server's memory keeper, left running by an
     # earlier test) sleep as ever, and only this thread's pauses are counted

@@ -5,13 +5,13 @@
     trace = gpt.trace("To be, or not to be")
     features = toyviz.load_features(gpt)   # its sparse-autoencoder features (python -m toyviz.features)
 """
-from .api import GPT, PromptError, Step, Translation, Translator, load, resolve_device
-from .checkpoint import CheckpointError
-from .config import GPTConfig, TranslatorConfig
-from .dictionary import Features, load_features
-from .layers import sinusoidal_encoding
-from .size import count_parameters
-from .trace import HeadView, Trace, TranslatorTrace
+from toyviz.api import GPT, PromptError, Step, Translation, Translator, load, resolve_device
+from toyviz.models.checkpoint import CheckpointError
+from toyviz.models.config import GPTConfig, TranslatorConfig
+from toyviz.interpret.dictionary import Features, load_features
+from toyviz.models.layers import sinusoidal_encoding
+from toyviz.models.size import count_parameters
+from toyviz.models.trace import HeadView, Trace, TranslatorTrace
 
 __all__ = ["GPT", "Translator", "Translation", "Step", "PromptError", "CheckpointError", "GPTConfig",
            "TranslatorConfig", "Trace", "TranslatorTrace", "HeadView", "load", "resolve_device",

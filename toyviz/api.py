@@ -13,12 +13,12 @@ from typing import Iterator
 
 import torch
 
-from . import names
-from .batching import Streams
-from .checkpoint import load_folder, resolve
-from .layers import ABLATIONS
-from .sampling import top_candidates
-from .trace import Trace, TranslatorTrace
+from toyviz.models import names
+from toyviz.serving.batching import Streams
+from toyviz.models.checkpoint import load_folder, resolve
+from toyviz.models.layers import ABLATIONS
+from toyviz.models.sampling import top_candidates
+from toyviz.models.trace import Trace, TranslatorTrace
 
 BOS_GPT = "<|endoftext|>"                          # document separator, and the GPT's first token
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"    # the translator's specials
@@ -99,14 +99,14 @@ class GPT:
 
     def dictionary(self):
         """The sparse-autoencoder features trained on this GPT (its checkpoint's features/ folder), loaded
-        once: a toyviz.dictionary.Features, with dashboards, search and steering."""
+        once: a toyviz.interpret.dictionary.Features, with dashboards, search and steering."""
         if self._dictionary is None:
-            from .dictionary import load_features   # the dictionary builds on this module
+            from toyviz.interpret.dictionary import load_features   # the dictionary builds on this module
             self._dictionary = load_features(self)
         return self._dictionary
 
     def features(self, text: str):
-        """The dictionary's features at every token of the prompt (a toyviz.dictionary.PromptFeatures)."""
+        """The dictionary's features at every token of the prompt (a toyviz.interpret.dictionary.PromptFeatures)."""
         return self.dictionary().encode(text)
 
     def ablation(self, heads, kind: str = "zero") -> dict[str, dict[int, str]]:
@@ -130,8 +130,8 @@ class GPT:
                  top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10,
                  steer: dict[int, torch.Tensor] | None = None, together: bool = False) -> Iterator[Step]:
         """Sample max_new_tokens after the prompt; `steer` adds vectors to the stream at every position,
-        e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.dictionary).
-        together: decoded in one batch with the other generations streaming now (toyviz.batching), as a
+        e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.interpret.dictionary).
+        together: decoded in one batch with the other generations streaming now (toyviz.serving.batching), as a
         server wants; the same tokens (always with the KV cache: use_cache is for the uncached comparison)."""
         check_sampling(max_new_tokens, temperature, top_k, top_p)
         ids = [self.bos] + self.tokenizer.encode(check_text(text))

@@ -1,0 +1,350 @@
+"""Attention tab: every head at a glance, one head in detail, one head step by step, what
+switching heads off does to the prediction, and what the causal mask changes."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.colors import get_colorscale
+
+from toyviz.app.figures import (BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, candidate_label, figure, heatmap,
+               numpy, pool, style, subplots, token_labels, visible)
+from toyviz.models.names import attn, layer_of
+from toyviz.models.trace import Trace
+
+MODES = ("probs", "scores")
+GRID_CELLS = 32                      # each small multiple is pooled to at most 32 × 32 cells
+# probabilities are blue on 0..1 everywhere; signed values (scores, q, k, v …) pink–green around 0,
+# so that no blue in an attention figure can be read as a probability. As lists, not names: figures
+# are built unchecked (figures.figure), which keeps a name as given, and plotly.js knows few of them
+SIGNED = get_colorscale("PiYG")     # magenta (negative) – white (0) – green (positive)
+PROBS_COLOURS = dict(colorscale=get_colorscale("Blues"), cmin=0.0, cmax=1.0)
+SCORES_COLOURS = dict(colorscale=SIGNED, cmid=0.0)
+
+
+def future_mask(n_query: int, n_key: int) -> np.ndarray:
+    """True where query i may not look at key j because j lies in its future (j > i)."""
+    return np.triu(np.ones((n_query, n_key), dtype=bool), k=1)
+
+
+def masked(matrix, causal: bool) -> np.ndarray:
+    """float32 copy of an attention matrix with the future cells set to NaN when the pass was
+    causal, so they draw as grey instead of as zero."""
+    z = numpy(matrix).copy()
+    if causal:
+        z[future_mask(*z.shape)] = np.nan
+    return z
+
+
+def attention_matrix(trace: Trace, layer: int, head: int, mode: str = "probs") -> np.ndarray:
+    """[T, T] probabilities or pre-mask scaled scores of one head, masked cells NaN."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    trace.check_head(layer, head)                                  # a clear message, not an IndexError deep down
+    source = trace.attention if mode == "probs" else trace.scores
+    return masked(source[layer, head], trace.causal)
+
+
+def attention_trace(z, *, x, y, mode: str = "probs", coloraxis: str | None = None, showscale: bool = True,
+                    hover: str | None = None) -> go.Heatmap:
+    """One attention heatmap (rows = queries, columns = keys) in the colours of its mode."""
+    colours = PROBS_COLOURS if mode == "probs" else SCORES_COLOURS
+    return heatmap(z, x=x, y=y, colorscale=colours["colorscale"], zmin=colours.get("cmin"),
+                   zmax=colours.get("cmax"), zmid=colours.get("cmid"), coloraxis=coloraxis, showscale=showscale,
+                   colorbar_title="probability" if mode == "probs" else "score q·k/√d",
+                   hover=hover or f"query %{{y}} → key %{{x}}: %{{z:.3f}} ({mode})")
+
+
+LABEL_LINE = 1.3                     # a tick label needs about 1.3 × its font size in pixels
+MAP_WIDTH = 900                      # pixels an attention map gets across, about (the page sets the width)
+MAP_HEIGHT = (380, 1000)             # its height (before the projector's 1.4×) grows with the rows between these
+
+
+def _every(labels: list[str], pixels: float, line: float) -> list[str]:
+    """The labels to print on an axis of `pixels` for len(labels) categories: every one where each gets
+    a line of text, else every k-th (explicit ticks: plotly's automatic ones skip every other row)."""
+    return labels[::max(1, math.ceil(line * len(labels) / max(pixels, 1.0) - 1e-6))]
+
+
+def attention_figure(z, *, rows: list[str], cols: list[str], title: str, filename: str, mode: str = "probs",
+                     projector: bool = False) -> go.Figure:
+    """A single labelled attention map, queries down, keys across, masked cells grey. The figure grows
+    with the rows so that every query and every key is labelled when they fit (also in the PNG); when
+    they cannot fit, every k-th is, evenly."""
+    s = PROJECTOR_SCALE if projector else 1.0
+    grow = PROJECTOR_HEIGHT if projector else 1.0
+    font = BASE_FONT * s
+    # style's margins (70 above, 50 below) plus the key labels under the map, turned upright at worst
+    room = (70 + 50) * s + min(max(map(len, cols), default=0) * 0.6 * font, 200 * s)
+    height = min(max(room + len(rows) * LABEL_LINE * font, MAP_HEIGHT[0] * grow), MAP_HEIGHT[1] * grow)
+    fig = figure(attention_trace(z, x=cols, y=rows, mode=mode), dict(
+        xaxis=dict(title=dict(text="key (attended to)"), tickmode="array",
+                   tickvals=_every(cols, MAP_WIDTH, LABEL_LINE * font)),
+        yaxis=dict(title=dict(text="query (attending)"), autorange="reversed", tickmode="array",
+                   tickvals=_every(rows, height - room, LABEL_LINE * font))))
+    return style(fig, title, filename=filename, projector=projector, height=round(height / grow), maps=True)
+
+
+TITLE_LINE = 1.5                     # a line of text needs about 1.5 × its font size in pixels
+
+
+def _title_band(n: int, L: int, height: int, projector: bool, least: int) -> int:
+    """Rows of white between two layers' tiles (each n rows) so a panel title fits in the band above
+    its tile instead of sitting on the tile above: the plot's height in pixels is the figure's less
+    `style`'s margins (110 and 50 with titles, × the projector scale), shared by L·n + (L−1)·band rows."""
+    s = PROJECTOR_SCALE if projector else 1.0
+    plot = height * (PROJECTOR_HEIGHT if projector else 1.0) - (110 + 50) * s
+    line = TITLE_LINE * BASE_FONT * s
+    if L < 2:
+        return least
+    return max(least, math.ceil(line * L * n / max(plot - line * (L - 1), line)))
+
+
+def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector: bool = False) -> go.Figure:
+    """Every layer × head as a small map (pooled to ≤ 32×32 cells for long prompts), so a student
+    can spot the heads with a clear pattern before opening one; `labels` (from
+    toyviz.interpret.heads.label_heads) names each panel.
+
+    The panels are tiles of ONE heatmap separated by white lines: a single trace builds and
+    serialises an order of magnitude faster than L × H subplots."""
+    L, H, T = trace.n_layer, trace.n_head, len(trace.token_ids)
+    names = {(h.layer, h.head): h.label for h in labels or []}
+    tiles = [[pool(attention_matrix(trace, layer, head, mode), GRID_CELLS, GRID_CELLS)[0] for head in range(H)]
+             for layer in range(L)]
+    n = tiles[0][0].shape[0]
+    gap = max(1, n // 10)                                   # a white band between the heads' tiles
+    height = 140 + 170 * L
+    vgap = _title_band(n, L, height, projector, gap)        # and one tall enough for the next layer's titles
+    z = np.full((L * (n + vgap) - vgap, H * (n + gap) - gap), np.nan, dtype=np.float32)
+    for layer in range(L):
+        for head in range(H):
+            z[layer * (n + vgap): layer * (n + vgap) + n, head * (n + gap): head * (n + gap) + n] = tiles[layer][head]
+    colours = PROBS_COLOURS if mode == "probs" else SCORES_COLOURS
+    bands = [dict(type="rect", x0=-0.5, x1=z.shape[1] - 0.5, y0=i * (n + vgap) - vgap - 0.5, y1=i * (n + vgap) - 0.5)
+             for i in range(1, L)]
+    bands += [dict(type="rect", y0=-0.5, y1=z.shape[0] - 0.5, x0=i * (n + gap) - gap - 0.5, x1=i * (n + gap) - 0.5)
+              for i in range(1, H)]
+    # each title stands on its own tile's top edge, inside the band above it (layer 0's in the top margin)
+    titles = [dict(x=head * (n + gap) + n / 2, y=layer * (n + vgap) - 0.5, yanchor="bottom", showarrow=False,
+                   text=f"L{layer} H{head}" + (f" · {names[layer, head]}" if (layer, head) in names else ""))
+              for layer in range(L) for head in range(H)]
+    fig = figure(heatmap(z, hover=f"{mode} %{{z:.3f}}", coloraxis="coloraxis"), dict(
+        coloraxis=dict(colorbar=dict(title=dict(text=mode)), **colours),
+        shapes=[dict(b, fillcolor="white", line=dict(width=0), layer="above") for b in bands],
+        annotations=titles,
+        xaxis=dict(showticklabels=False, constrain="domain"),
+        yaxis=dict(showticklabels=False, autorange="reversed")))
+    pooled = f" (blocks of {math.ceil(T / GRID_CELLS)} tokens averaged)" if T > GRID_CELLS else ""
+    return style(fig, f"All heads: attention {mode}, {L} layers × {H} heads{pooled}",
+                 filename=f"toyviz-attention-grid-{mode}", projector=projector, height=height, maps=True)
+
+
+def attention_head(trace: Trace, layer: int, head: int, *, mode: str = "probs", projector: bool = False) -> go.Figure:
+    """One head large: which earlier token each token looks at (probs), or the raw scaled scores
+    q·k/√d before the mask and softmax (scores); grey cells are the future the mask hides."""
+    labels = token_labels(trace.tokens)
+    return attention_figure(attention_matrix(trace, layer, head, mode), rows=labels, cols=labels, mode=mode,
+                            title=f"Attention {mode} — layer {layer}, head {head}",
+                            filename=f"toyviz-attention-L{layer}-H{head}-{mode}", projector=projector)
+
+
+ABLATE_CONTROL = "switch heads off"    # the page's checkbox group ("switch heads off (layer.head)") the title names
+
+
+def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = -1, n: int = 10,
+                        projector: bool = False) -> go.Figure:
+    """Next-token probabilities with all heads vs. with some heads switched off, side by side, so
+    a student sees what those heads contributed to this prediction. `piece(id)` names a token.
+    With no head switched off there is nothing to compare: only the model's prediction is drawn,
+    and the title says which control switches heads off."""
+    off = ", ".join(f"{layer_of(name)}.{h} ({kind})" for name, heads in ablated.ablated.items()
+                    for h, kind in heads.items())
+    p0 = numpy(trace.logits[position].float().softmax(-1))
+    p1 = numpy(ablated.logits[position].float().softmax(-1)) if off else p0
+    top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
+    names = [candidate_label(piece(int(i)), i) for i in top]
+    bars = [go.Bar(y=names, x=p0[top], orientation="h", name="all heads on" if off else "the model's prediction",
+                   hovertemplate="%{y}: %{x:.3f}<extra>all heads on</extra>")]
+    if off:
+        bars.append(go.Bar(y=names, x=p1[top], orientation="h", name=f"heads {off} switched off",
+                           hovertemplate="%{y}: %{x:.3f}<extra>" + f"{off} off</extra>"))
+    after = token_labels(trace.tokens)[position]
+    fig = figure(bars, dict(barmode="group", xaxis=dict(title=dict(text="probability")), showlegend=bool(off),
+                            yaxis=dict(autorange="reversed", title=dict(text=f"next token after {after}"))))
+    title = (f"Switching off heads {off}" if off else
+             f"Every head on — tick heads in “{ABLATE_CONTROL}” to compare")
+    return style(fig, title, filename="toyviz-ablation", projector=projector,
+                 height=200 + 36 * len(top))
+
+
+def head_step_numbers(trace: Trace, layer: int, head: int, query: int) -> dict:
+    """Every number of one head for one query position, in the order the model computes them:
+    x → q (and the visible k, v) → q·kᵀ → ÷√d_head → mask → softmax → Σ probs·v → write through W_O.
+
+    Arrays are float32 numpy: x [d_model], q [d_head], k and v [visible, d_head], dot / scaled /
+    masked / probs [T] over every key (masked entries -inf in `masked`, 0 in `probs`), out [d_head]
+    (what the model used: all zeros or the mean when the head was ablated), write [d_model].
+    """
+    hv = trace.head(layer, head)
+    T, d_head = hv.q.shape
+    if not 0 <= query < T:
+        raise IndexError(f"query position {query} outside the prompt's {T} tokens")
+    visible = torch.arange(T, device=hv.q.device) <= query if hv.causal else torch.ones(T, dtype=torch.bool,
+                                                                                       device=hv.q.device)
+    q = hv.q[query].float()
+    dot = hv.k.float() @ q
+    scaled = dot / math.sqrt(d_head)
+    masked_row = scaled.masked_fill(~visible, float("-inf"))
+    probs = masked_row.softmax(-1)
+    return {
+        "layer": layer, "head": head, "query": query, "token": token_labels(trace.tokens)[query],
+        "keys": [label for label, keep in zip(token_labels(trace.tokens), visible.tolist()) if keep],
+        "d_head": d_head, "sqrt_d_head": math.sqrt(d_head), "causal": hv.causal,
+        "ablated": trace.ablated.get(attn(layer), {}).get(head),
+        "x": numpy(hv.x[query]), "q": numpy(q), "k": numpy(hv.k[visible]), "v": numpy(hv.v[visible]),
+        "dot": numpy(dot), "scaled": numpy(scaled), "masked": numpy(masked_row), "probs": numpy(probs),
+        "out": numpy(hv.out[query]), "write": numpy(hv.write[query]),
+        "rope_angles": None if trace.rope_angles is None else numpy(trace.rope_angles[query]),
+    }
+
+
+STEP_TEXT_CELLS = 24                 # a full-width strip prints its values up to this many cells (laptop)
+STEP_TEXT_ROWS = 16                  # … and the k, v matrices up to this many keys
+HALF_CAPTION = 55                    # characters a half-width step caption may have (a projector's width)
+
+
+def _fits(n_cols: int, share: float, projector: bool, n_rows: int = 1) -> bool:
+    """Whether values printed in a panel `share` of the figure wide, n_cols × n_rows cells, stay
+    readable (about five characters of CELL_FONT a cell); otherwise they are left to the hover."""
+    scale = PROJECTOR_SCALE if projector else 1.0
+    return n_cols <= STEP_TEXT_CELLS * share / scale and n_rows <= STEP_TEXT_ROWS
+
+
+def _cell_text(z: np.ndarray, fmt: str | None = None) -> list:
+    """Values as cell text ("" for NaN cells), to two significant digits of the panel's largest
+    magnitude (−49, −6.1, 0.021), short enough for a cell; the hover has three decimals."""
+    z = numpy(z)
+    if fmt is None:
+        largest = _symmetric(z)
+        fmt = f".{min(max(0, 1 - math.floor(math.log10(largest))), 4)}f"
+    return [[format(float(v), fmt) if np.isfinite(v) else "" for v in row] for row in np.atleast_2d(z)]
+
+
+def _symmetric(*arrays) -> float:
+    """The largest |value| over the finite entries of the arrays (at least a tiny positive number)."""
+    values = [np.abs(a[np.isfinite(a)]).max() for a in map(numpy, arrays) if np.isfinite(a).any()]
+    return max(values + [1e-6])
+
+
+def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bool = False) -> go.Figure:
+    """One head unrolled for one query token, one small heatmap per step with its caption, so a
+    student can follow a single attention computation from input vector to residual write.
+
+    Colour is honest: one colour scale per quantity, each with its colour bar. The scores of steps
+    5–7 (q·k, ÷√d, masked) share one diverging scale centred on 0 and one range, so the ÷√d step is
+    visibly paler; the probabilities of step 8 are on 0..1 in blue (the only blue in the figure); q
+    and k share a scale, as do v and out (out is an average of the v's). Masked keys are grey (NaN),
+    not the most negative colour. Values are printed in the cells where they fit, and always hover.
+    Steps 5–8 are stacked full width over the same keys, so a key's column reads straight down."""
+    s = head_step_numbers(trace, layer, head, query)
+    labels = token_labels(trace.tokens)
+    T, d_head = len(labels), s["d_head"]
+    ablated = f" (ablated: {s['ablated']})" if s["ablated"] else ""
+    rotated = s["rope_angles"] is not None                # RoPE: q and k are shown after their rotation
+    turn = (f", rotated {s['rope_angles'][0]:.2f} … {s['rope_angles'][-1]:.4f} rad" if rotated else "")
+    root = s["sqrt_d_head"]
+    # a half-width caption stays within HALF_CAPTION characters so it fits over its panel on a projector;
+    # the colour bars' titles ("q, k", "v, out") say which panels share a scale
+    captions = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
+                f"3. keys k of the {len(s['keys'])} visible tokens" + (", rotated by position" * rotated),
+                "4. their values v",
+                "5. scores q·kᵀ for every key",
+                f"6. scaled: ÷ √d_head = ÷ √{d_head} = ÷ {root:.3g} (same colours as 5: paler)",
+                "7. mask: future keys → −∞ (grey)" if s["causal"] else "7. mask: none (this pass sees every key)",
+                "8. softmax → attention probabilities (0..1, sum to 1)",
+                "9. out = Σ probs · v" + ablated, "10. its write into the stream: out·W_O"]
+    full = {"colspan": 2}
+    specs = [[{}, {}], [{}, {}], [full, None], [full, None], [full, None], [full, None], [{}, {}]]
+    fig = subplots(rows=7, cols=2, specs=specs, subplot_titles=captions,
+                   row_heights=[0.09, 0.25, 0.09, 0.09, 0.09, 0.09, 0.09],
+                   vertical_spacing=0.065, horizontal_spacing=0.13)
+    dims = lambda n: np.arange(n)
+    row = lambda v: numpy(v)[None, :]
+    greyed = lambda v: np.where(np.isinf(s["masked"]), np.nan, v)          # masked keys drawn grey
+
+    def panel(z, x, y, hover, axis, fmt=None, share=1.0):
+        z = numpy(z)
+        text = _fits(z.shape[1], share, projector, z.shape[0])
+        return heatmap(z, x=x, y=y, hover=hover, coloraxis=axis, text=_cell_text(z, fmt) if text else None,
+                       texttemplate="%{text}" if text else None)
+
+    score_rows = [row(s["dot"]), row(s["scaled"]), row(greyed(s["masked"]))]
+    half = 0.43                                              # a half-width panel's share of the width
+    panels = [
+        (1, 1, panel(row(s["x"]), dims(len(s["x"])), ["x"], "dim %{x}: %{z:.3f}", "coloraxis3", share=half)),
+        (1, 2, panel(row(s["q"]), dims(len(s["q"])), ["q"], "dim %{x}: %{z:.3f}", "coloraxis4", share=half)),
+        (2, 1, panel(s["k"], dims(d_head), s["keys"], "k of %{y}, dim %{x}: %{z:.3f}", "coloraxis4", share=half)),
+        (2, 2, panel(s["v"], dims(d_head), s["keys"], "v of %{y}, dim %{x}: %{z:.3f}", "coloraxis5", share=half)),
+        (3, 1, panel(score_rows[0], labels, ["q·k"], "key %{x}: q·k = %{z:.3f}", "coloraxis")),
+        (4, 1, panel(score_rows[1], labels, ["÷√d"], f"key %{{x}}: q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis")),
+        (5, 1, panel(score_rows[2], labels, ["masked"], "key %{x}: %{z:.3f}", "coloraxis")),
+        (6, 1, panel(row(greyed(s["probs"])), labels, ["probs"], "key %{x}: p = %{z:.3f}", "coloraxis2", ".2f")),
+        (7, 1, panel(row(s["out"]), dims(len(s["out"])), ["out"], "dim %{x}: %{z:.3f}", "coloraxis5", share=half)),
+        (7, 2, panel(row(s["write"]), dims(len(s["write"])), ["write"], "dim %{x}: %{z:.3f}", "coloraxis6",
+                     share=half)),
+    ]
+    for r, c, trace_ in panels:
+        fig.add_trace(trace_, row=r, col=c)
+
+    # one colour axis per quantity, its bar beside the panel(s) that show it
+    def bar(title, *refs):
+        xs = [fig.layout[f"xaxis{fig.data[i].xaxis[1:]}"].domain for i in refs]
+        ys = [fig.layout[f"yaxis{fig.data[i].yaxis[1:]}"].domain for i in refs]
+        low, high = min(y[0] for y in ys), max(y[1] for y in ys)
+        return dict(title=dict(text=title, side="right"), x=max(x[1] for x in xs) + 0.008, xanchor="left",
+                    y=(low + high) / 2, yanchor="middle", len=max(high - low, 0.06), lenmode="fraction",
+                    thickness=12, nticks=5)
+
+    m = _symmetric(*score_rows)
+    signed = lambda *arrays: dict(colorscale=SIGNED, cmin=-_symmetric(*arrays), cmax=_symmetric(*arrays))
+    fig.update_layout(
+        coloraxis=dict(colorscale=SIGNED, cmin=-m, cmax=m, colorbar=bar("score", 4, 5, 6)),
+        coloraxis2=dict(PROBS_COLOURS, colorbar=bar("probability", 7)),
+        coloraxis3=dict(signed(s["x"]), colorbar=bar("x", 0)),
+        coloraxis4=dict(signed(s["q"], s["k"]), colorbar=bar("q, k", 1)),
+        coloraxis5=dict(signed(s["v"], s["out"]), colorbar=bar("v, out", 3)),
+        coloraxis6=dict(signed(s["write"]), colorbar=bar("write", 9)),
+    )
+    fig.update_yaxes(autorange="reversed", row=2)
+    fig.update_yaxes(showticklabels=False, row=2, col=2)           # same keys as the k panel beside it
+    for r in (3, 4, 5):                                            # the four key strips share one key axis
+        fig.update_xaxes(showticklabels=False, row=r, col=1)
+    if _fits(T, 1.0, projector):                                   # every key named under step 8
+        short = [visible(t) if len(t) <= 6 else visible(t[:5]) + "…" for t in trace.tokens]
+        fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=short, tickangle=0, row=6, col=1)
+    else:                                                          # positions; hover names the token
+        every = math.ceil(T / 16)
+        fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)), row=6, col=1)
+    return style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
+                 filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=1100,
+                 maps=True)
+
+
+def masked_vs_unmasked(causal: Trace, unmasked: Trace, layer: int, head: int, *, projector: bool = False) -> go.Figure:
+    """The same head on the same prompt with and without the causal mask: without it every token
+    can copy from the future, which is why a model trained that way cannot generate."""
+    labels = token_labels(causal.tokens)
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                   subplot_titles=[f"causal={t.causal}" + (" (future greyed)" if t.causal else "")
+                                        for t in (causal, unmasked)])
+    for col, trace in enumerate((causal, unmasked), start=1):
+        fig.add_trace(attention_trace(attention_matrix(trace, layer, head), x=labels, y=labels,
+                                      coloraxis="coloraxis"), row=1, col=col)
+    fig.update_layout(coloraxis=dict(PROBS_COLOURS, colorbar=dict(title=dict(text="probability"))))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="key")
+    fig.update_yaxes(title_text="query", col=1)
+    return style(fig, f"Masked vs. unmasked — layer {layer}, head {head}",
+                 filename=f"toyviz-mask-comparison-L{layer}-H{head}", projector=projector, height=560, maps=True)

@@ -1,0 +1,99 @@
+"""Why-this-token tab: each method's evidence as a figure — attribution beside real ablation, the
+prompt coloured by integrated gradients, the logit lens's verdict on the chosen token, and the
+activation-patching grids. Pure functions of `toyviz.interpret.explain` results.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from toyviz.app.figures import (figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, tokens_per_row,
+               visible)
+from toyviz.interpret.explain import Components, Patching, Saliency, Why
+
+HELPED, HURT = "#2166ac", "#b2182b"          # blue: raised the token; red: lowered it (as in the Residual tab)
+ABLATION_COLOURS = {"attribution (DLA)": "#999999", "zeroed: real drop": "#2166ac", "mean-ablated: real drop": "#67a9cf"}
+PATCH_TEXT_COLUMNS = 24                      # the patching grid prints its numbers up to this many positions
+
+
+def components_figure(c: Components, *, projector: bool = False) -> go.Figure:
+    """Left: each verified component's attribution beside the real drop of the same quantity
+    (logit − mean logit) when it is zeroed or mean-ablated — equal bars mean the linear story holds.
+    Right: the real drop in log p(token), the quantity a student cares about."""
+    names = list(reversed(c.verified))                                  # the largest on top
+    rows = np.arange(len(names))[::-1]
+    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, column_widths=[0.6, 0.4],
+                   subplot_titles=("logit − mean logit: attribution vs. removal", "log p(token): drop on removal"))
+    series = {"attribution (DLA)": numpy(c.verified_attribution), "zeroed: real drop": numpy(c.effect_target[:, 0]),
+              "mean-ablated: real drop": numpy(c.effect_target[:, 1])}
+    for name, values in series.items():
+        fig.add_trace(go.Bar(y=names, x=values[rows], orientation="h", name=name, marker_color=ABLATION_COLOURS[name],
+                             hovertemplate="%{y}: %{x:+.3f}<extra>" + name + "</extra>"), 1, 1)
+    for j, kind in enumerate(("zeroed", "mean-ablated")):
+        fig.add_trace(go.Bar(y=names, x=numpy(c.effect[:, j])[rows], orientation="h", showlegend=False,
+                             marker_color=list(ABLATION_COLOURS.values())[j + 1],
+                             hovertemplate="%{y}: log p drops by %{x:+.3f}<extra>" + kind + "</extra>"), 1, 2)
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.12, x=0), bargap=0.25)
+    fig.update_xaxes(zeroline=True, zerolinecolor="#444")
+    rho = " / ".join("n/a" if r != r else f"{r:.2f}" for r in c.spearman)
+    return style(fig, f"Which parts push {visible(c.piece)!r}? Attribution checked by ablation "
+                      f"(Spearman ρ zero / mean: {rho})",
+                 filename="toyviz-why-components", projector=projector, height=160 + 46 * len(names))
+
+
+def saliency_figure(s: Saliency, *, projector: bool = False) -> go.Figure:
+    """The prompt laid out like text, each token coloured by its integrated-gradients share of
+    logit(input) − logit(baseline): blue raised the token, red lowered it; hover gives grad × input."""
+    ig, gxi = numpy(s.integrated), numpy(s.grad_x_input)
+    bound = float(np.abs(ig).max()) or 1.0
+    texts = [visible(t) for t in s.tokens]
+    hover = [f"{t}: integrated gradients {a:+.3f}, gradient × input {b:+.3f}" for t, a, b in zip(texts, ig, gxi)]
+    per_row = tokens_per_row(projector)
+    fig = figure(token_grid(texts, ig, hover_values=hover, colorscale="RdBu", zmin=-bound, zmax=bound,
+                            per_row=per_row, colorbar_title="IG"))
+    rows = -(-len(texts) // per_row)
+    base = "the BOS embedding" if s.baseline == "bos" else "a zero embedding"
+    return style(grid_axes(fig), f"Input saliency for {visible(s.piece)!r}: integrated gradients from {base}, "
+                                 f"{s.steps} steps<br>(sum = logit change {s.logit - s.baseline_logit:+.2f}, "
+                                 f"completeness gap {s.gap:.2%})",
+                 filename="toyviz-why-saliency", projector=projector, height=150 + 34 * rows)
+
+
+def lens_figure(w: Why, *, projector: bool = False) -> go.Figure:
+    """The chosen token's probability if the model stopped after each layer (logit lens), with its
+    rank written on each bar: where in depth the answer appears."""
+    ranks = [f"rank {r + 1}" for r in w.lens_rank]
+    fig = figure(go.Bar(x=w.lens_names, y=w.lens_probability, text=ranks, textposition="outside",
+                        marker_color=[HELPED if r == 0 else "#9ecae1" for r in w.lens_rank],
+                        hovertemplate="%{x}: p = %{y:.3f}, %{text}<extra></extra>"))
+    fig.update_layout(yaxis=dict(title_text="p(token)", range=[0, 1.15]), xaxis_title_text="stream read after")
+    return style(fig, f"When does {visible(w.piece)!r} come up? The logit lens after each layer (dark: ranked first)",
+                 filename="toyviz-why-lens", projector=projector, height=340)
+
+
+def _cells(z) -> list[list[str]]:
+    """Cell text with two decimals (float32 values would print as 0.0099999998)."""
+    return [[f"{v:.2f}" for v in row] for row in numpy(z)]
+
+
+def patching_figures(pt: Patching, piece, *, projector: bool = False) -> tuple[go.Figure, go.Figure]:
+    """Normalised effect of patching clean activations into the corrupted run (0 = corrupted,
+    1 = clean; below 0 or above 1 overshoots): the residual stream at each layer × position, and
+    each head's whole output. `piece(id)` names the two answers."""
+    x = token_labels([a if a == b else f"{a}→{b}" for a, b in zip(pt.clean_tokens, pt.corrupted_tokens)])
+    text = _cells(pt.resid) if len(x) <= PATCH_TEXT_COLUMNS else None
+    resid = figure(heatmap(pt.resid, x=x, y=pt.resid_names, colorscale="RdBu", zmin=-1, zmax=1, zmid=0,
+                           text=text, texttemplate="%{text}" if text is not None else None,
+                           hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title="effect"))
+    resid.update_layout(xaxis_title_text="position (clean→corrupted where they differ)", yaxis_autorange="reversed")
+    L, H = pt.heads.shape
+    heads = figure(heatmap(pt.heads, x=[f"H{h}" for h in range(H)], y=[f"layer {i}" for i in range(L)],
+                           colorscale="RdBu", zmin=-1, zmax=1, zmid=0, text=_cells(pt.heads),
+                           texttemplate="%{text}", hover="%{y} %{x}: effect %{z:.3f}", colorbar_title="effect"))
+    heads.update_layout(yaxis_autorange="reversed")
+    answers = (f"metric: logit({visible(piece(pt.clean_answer))}) − logit({visible(piece(pt.corrupted_answer))}) "
+               f"at the last position: clean {pt.clean_metric:+.2f}, corrupted {pt.corrupted_metric:+.2f}")
+    return (style(resid, f"Patching the clean residual stream in, one site and position at a time<br>{answers}",
+                  filename="toyviz-why-patching-stream", projector=projector, height=200 + 40 * len(pt.resid_names)),
+            style(heads, "Patching one head's clean output in (all positions)",
+                  filename="toyviz-why-patching-heads", projector=projector, height=180 + 40 * L))

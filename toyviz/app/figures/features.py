@@ -1,0 +1,95 @@
+"""Features tab: what a sparse autoencoder finds in the GPT's activations (toyviz.interpret.dictionary).
+
+A prompt's tokens against the features most active on it; and one feature's dashboard: the
+held-out contexts where it fires hardest, how its activations are spread, and which next tokens
+its direction pushes up and down.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from toyviz.app.figures import candidate_label, figure, heatmap, message, numpy, style, token_labels, visible
+from toyviz.interpret.dictionary import Dashboard, PromptFeatures
+
+UP, DOWN = "#2166ac", "#b2182b"           # promoted and suppressed, as the residual tab's attributions
+LABEL_CHARS = 40                          # feature labels on an axis are cut to this many characters
+CELL_CHARS = {False: 6, True: 3}          # a context cell's text (laptop, projector); hover has the whole piece
+
+
+def feature_name(feature: int, label: str) -> str:
+    """An axis label: "#17 'Lord' (85%)", cut to LABEL_CHARS."""
+    name = f"#{feature} {label}"
+    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
+
+
+def prompt_features(features: PromptFeatures, n: int = 12, *, projector: bool = False) -> go.Figure:
+    """Token × feature heatmap of the n features most active anywhere in the prompt: which feature
+    fires where (hover names the feature; the first row is the strongest)."""
+    chosen = features.strongest(n)
+    if not chosen:
+        return message("No feature fires on this prompt.", "Features of the prompt", filename="toyviz-features-prompt",
+                       projector=projector)
+    z = numpy(features.acts[:, chosen].T)                              # (n, T)
+    names = [feature_name(f, features.labels[f]) for f in chosen]
+    fig = figure(heatmap(np.where(z > 0, z, np.nan), x=token_labels(features.tokens), y=names,
+                         colorscale="Oranges", zmin=0, hover="%{y} at %{x}: %{z:.2f}",
+                         colorbar_title="activation"))
+    fig.update_layout(xaxis_title_text="token", yaxis_autorange="reversed")
+    return style(fig, f"The {len(chosen)} features most active on the prompt (blank: not active)",
+                 filename="toyviz-features-prompt", projector=projector, height=200 + 26 * len(chosen))
+
+
+def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
+    """The held-out contexts where the feature fires hardest, one row each, every token coloured by the
+    feature's activation there; contexts are aligned on the token each was chosen for."""
+    filename = f"toyviz-feature-{dashboard.feature}-contexts"
+    if not dashboard.contexts:
+        return message(f"Feature #{dashboard.feature} never fires on the held-out text.", "Where it fires",
+                       filename=filename, projector=projector)
+    before = max(c.peak for c in dashboard.contexts)
+    after = max(len(c.tokens) - c.peak for c in dashboard.contexts)
+    rows = len(dashboard.contexts)
+    z = np.full((rows, before + after), np.nan, dtype=np.float32)
+    text = np.full((rows, before + after), "", dtype=object)
+    for r, c in enumerate(dashboard.contexts):
+        start = before - c.peak
+        z[r, start: start + len(c.tokens)] = c.acts
+        text[r, start: start + len(c.tokens)] = [visible(t) for t in c.tokens]
+    limit = CELL_CHARS[projector]
+    shown = [[t if len(t) <= limit else t[: limit - 1] + "…" for t in row] for row in text.tolist()]
+    fig = figure(heatmap(z, x=[str(i - before) for i in range(before + after)],
+                         y=[f"{r + 1}: {c.acts[c.peak]:.2f}" for r, c in enumerate(dashboard.contexts)],
+                         colorscale="Oranges", zmin=0,
+                         zmax=dashboard.max_activation or None, text=shown, texttemplate="%{text}",
+                         hover="%{customdata}: %{z:.2f}", colorbar_title="activation"))
+    fig.update_traces(xgap=2, ygap=2, customdata=text.tolist())     # plotly's cell text reads only `text`
+    fig.update_layout(xaxis_title_text="tokens from the one it was chosen for",
+                      yaxis_title_text="context: its activation", yaxis_autorange="reversed")
+    return style(fig, f"Feature {feature_name(dashboard.feature, dashboard.label)}: where it fires hardest "
+                      "(held-out text)", filename=filename, projector=projector, height=160 + 34 * rows)
+
+
+def activation_histogram(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
+    """How strongly the feature fires when it fires, on held-out tokens (it is zero on the others)."""
+    edges = np.asarray(dashboard.edges)
+    fig = figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=dashboard.histogram, width=np.diff(edges),
+                        marker_color="#e6550d", hovertemplate="around %{x:.2f}: %{y} tokens<extra></extra>"))
+    fig.update_layout(xaxis_title_text="activation", yaxis_title_text="held-out tokens", bargap=0.05)
+    return style(fig, f"Feature #{dashboard.feature}: active on {dashboard.frequency:.2%} of held-out tokens",
+                 filename=f"toyviz-feature-{dashboard.feature}-histogram", projector=projector, height=320)
+
+
+def logit_effects(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
+    """The tokens whose logits the feature's direction raises and lowers most, directly (through the
+    final norm's weight and the unembedding; the blocks after its site are skipped)."""
+    rows = dashboard.promoted + dashboard.suppressed[::-1]              # most promoted on top, most suppressed last
+    values = np.array([v for _, _, v in rows], dtype=np.float32)
+    fig = figure(go.Bar(y=[candidate_label(p, t) for t, p, _ in rows], x=values, orientation="h",
+                        marker_color=np.where(values >= 0, UP, DOWN).tolist(),
+                        hovertemplate="%{y}: %{x:+.3f}<extra></extra>"))
+    fig.update_layout(xaxis_title_text="direct effect on the logit, per unit of activation (before the norm's 1/σ)",
+                      yaxis_autorange="reversed")
+    return style(fig, f"Feature #{dashboard.feature}: tokens it promotes and suppresses",
+                 filename=f"toyviz-feature-{dashboard.feature}-logits", projector=projector,
+                 height=140 + 22 * len(rows))

@@ -1,0 +1,92 @@
+"""LayerNorm tab: what each LayerNorm receives (mean and spread per token), what it hands on,
+the γ and β it learned, and one token's values before and after normalising.
+
+Norm names are the trace's: "block0.ln1" (before attention in a pre-norm block, after the add in
+a post-norm one), "block0.ln2" (feed-forward), …, "ln_f" (the final norm before the head).
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from toyviz.app.figures import figure, heatmap, numpy, slug, style, subplots, token_labels
+from toyviz.models.trace import Trace
+
+
+def _norm(trace: Trace, name: str) -> dict:
+    if name not in trace.layernorms:
+        raise KeyError(f"no LayerNorm {name!r}; this trace has {list(trace.layernorms)}")
+    return trace.layernorms[name]
+
+
+def norm_statistics(trace: Trace) -> dict[str, np.ndarray]:
+    """[n_norms, T] arrays: input mean, input std (with eps, as the norm divides by it), output mean,
+    output std — rounded to 4 decimals, so float noise (an output mean of 1e-8) does not get a colour."""
+    norms = list(trace.layernorms.values())
+    outputs = [n["output"].float() for n in norms]
+    stats = {"input mean": [n["mean"] for n in norms], "input std": [n["std"] for n in norms],
+             "output mean": [o.mean(-1) for o in outputs], "output std": [o.std(-1, unbiased=False) for o in outputs]}
+    return {k: np.stack([numpy(v) for v in rows]).round(4) for k, rows in stats.items()}
+
+
+def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
+    """Token × norm heatmaps of the mean and spread going in and coming out: the input std grows
+    layer by layer as writes pile up in the stream, the output is brought back to a fixed scale."""
+    stats = norm_statistics(trace)
+    names, labels = list(trace.layernorms), token_labels(trace.tokens)
+    fig = subplots(rows=4, cols=1, subplot_titles=list(stats), shared_xaxes=True, vertical_spacing=0.06)
+    for r, (stat, z) in enumerate(stats.items(), start=1):
+        diverging = "mean" in stat
+        fig.add_trace(heatmap(z, x=labels, y=names, colorscale="RdBu_r" if diverging else "Viridis",
+                              zmid=0 if diverging else None, hover=f"%{{y}}, %{{x}}: {stat} %{{z:.3f}}"),
+                      row=r, col=1)
+        fig.data[-1].colorbar.update(len=0.2, y=1 - (r - 0.5) / 4, yanchor="middle", thickness=12)
+    fig.update_yaxes(autorange="reversed")
+    return style(fig, "LayerNorm inputs and outputs per token", filename="toyviz-layernorm-stats",
+                 projector=projector, height=200 + 4 * (40 + 16 * len(names)))
+
+
+def layernorm_curves(trace: Trace, position: int | None = None, *, projector: bool = False) -> go.Figure:
+    """Average input mean and std and output std at each norm, through the depth of the model
+    (dashed: one chosen token), to show how much the norms rescale the stream."""
+    stats = norm_statistics(trace)
+    names = list(trace.layernorms)
+    fig = figure()
+    for stat in ("input std", "input mean", "output std"):
+        fig.add_trace(go.Scatter(x=names, y=stats[stat].mean(axis=1), mode="lines+markers",
+                                 name=f"{stat} (mean over tokens)"))
+        if position is not None:
+            fig.add_trace(go.Scatter(x=names, y=stats[stat][:, position], mode="lines+markers",
+                                     line=dict(dash="dash"), name=f"{stat}, {token_labels(trace.tokens)[position]}"))
+    fig.update_layout(xaxis_title_text="LayerNorm (in forward order)", yaxis_title_text="value")
+    return style(fig, "LayerNorm statistics through the model", filename="toyviz-layernorm-curves",
+                 projector=projector)
+
+
+def layernorm_parameters(trace: Trace, name: str, *, projector: bool = False) -> go.Figure:
+    """The learned scale γ and shift β of one norm per dimension: after normalising to mean 0,
+    std 1 the model re-stretches each dimension by γ and moves it by β."""
+    norm = _norm(trace, name)
+    fig = subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=["γ (weight)", "β (bias)"],
+                   vertical_spacing=0.12)
+    for r, key in enumerate(("weight", "bias"), start=1):
+        values = numpy(norm[key])
+        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=key, showlegend=False,
+                             hovertemplate="dim %{x}: %{y:.3f}<extra></extra>"), row=r, col=1)
+    fig.update_xaxes(title_text="dimension", row=2)
+    return style(fig, f"Learned γ and β of {name}", filename=f"toyviz-layernorm-params-{slug(name)}",
+                 projector=projector, height=480)
+
+
+def layernorm_histogram(trace: Trace, name: str, position: int, *, projector: bool = False) -> go.Figure:
+    """One token's values across all dimensions: as the norm receives them, after subtracting the
+    mean and dividing by the std (mean 0, std 1), and after γ and β."""
+    norm = _norm(trace, name)
+    x = norm["input"][position].float()
+    normalised = (x - norm["mean"][position]) / norm["std"][position]
+    series = {"input": x, "normalised (x − mean) / std": normalised, "output = γ · normalised + β": norm["output"][position]}
+    fig = figure([go.Histogram(x=numpy(v), name=k, opacity=0.55, nbinsx=40) for k, v in series.items()])
+    fig.update_layout(barmode="overlay", xaxis_title_text="value", yaxis_title_text="dimensions")
+    return style(fig, f"{name} at {token_labels(trace.tokens)[position]}: before and after normalising",
+                 filename=f"toyviz-layernorm-hist-{slug(name)}-t{position % len(trace.tokens)}",
+                 projector=projector)

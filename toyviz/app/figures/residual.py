@@ -1,0 +1,83 @@
+"""Residual-stream tab: the stream is a sum of writes (embedding, every attention and
+feed-forward output, and under post-norm each norm's correction), so we can ask how big each
+write is, how much of the final vector it accounts for, what the model would predict if it
+stopped after a layer (logit lens), and which head or MLP pushed the predicted token up.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from toyviz.app.figures import candidate_label, figure, heatmap, numpy, style, token_labels, visible
+from toyviz.interpret.readout import direct_logit_attribution, logit_lens_top
+from toyviz.models.trace import Trace
+
+LENS_TEXT_COLUMNS = 40        # the logit lens writes its top tokens into the cells up to this many positions
+
+
+def write_shares(trace: Trace) -> dict[str, np.ndarray]:
+    """{part: [T]} share of each write along the final stream direction,
+    part[t]·final[t] / ‖final[t]‖²; because the parts add up to the final stream, the shares of
+    every token sum to 1 (a share can be negative: that write pointed against the final direction)."""
+    final = trace.residual_final.double()
+    norm2 = (final * final).sum(-1)
+    return {name: numpy((part.double() * final).sum(-1) / norm2) for name, part in trace.residual_parts.items()}
+
+
+def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
+    """Write × token heatmap of each write's share of the final stream (every column sums to 1):
+    which layers built the vector the model finally reads at each position."""
+    shares = write_shares(trace)
+    fig = figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=list(shares),
+                         colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
+                         colorbar_title="share"))
+    fig.update_layout(xaxis_title_text="token", yaxis_title_text="write (in forward order)", yaxis_autorange="reversed")
+    return style(fig, "Each write's share of the final residual stream (columns sum to 1)",
+                 filename="toyviz-residual-shares", projector=projector, height=200 + 24 * len(shares))
+
+
+def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False) -> go.Figure:
+    """For one token: the length of the embedding and of each write (bars) and of the running
+    stream after each write (line), to show the stream growing as layers add to it."""
+    names = list(trace.residual_parts)
+    parts = torch.stack([p[position].double() for p in trace.residual_parts.values()])
+    fig = figure([
+        go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name="‖write‖", hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
+        go.Scatter(x=names, y=numpy(parts.cumsum(0).norm(dim=-1)), name="‖stream‖ after it", mode="lines+markers",
+                   hovertemplate="after %{x}: %{y:.3f}<extra>stream</extra>")])
+    fig.update_layout(xaxis_title_text="write (in forward order)", yaxis_title_text="norm")
+    label = token_labels(trace.tokens)[position]
+    return style(fig, f"Residual stream at {label}: writes and running norm",
+                 filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
+
+
+def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Figure:
+    """What the model would predict next if it stopped after each layer (its final norm and head
+    applied early): watch the right answer appear, layer by layer. `piece(id)` names a token."""
+    names, top, prob = logit_lens_top(trace, model)
+    text = [[visible(piece(int(i))) for i in row] for row in top]
+    # a readable cell holds about five characters, and past ~40 columns none fits: hover only
+    shown = [[t if len(t) <= 5 else t[:4] + "…" for t in row] for row in text]
+    fig = figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
+                         text=shown, texttemplate="%{text}" if top.shape[1] <= LENS_TEXT_COLUMNS else None,
+                         colorbar_title="p(top)", hover="%{y}, %{x}: top %{customdata} (p=%{z:.3f})"))
+    fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
+    fig.update_layout(xaxis_title_text="position (predicting the next token)", yaxis_autorange="reversed")
+    return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
+                 projector=projector, height=220 + 40 * len(names))
+
+
+def logit_attribution(trace: Trace, model, piece, position: int = -1, *, projector: bool = False) -> go.Figure:
+    """Direct contribution of the embedding, every head and every feed-forward to the logit of the
+    predicted next token (the bars add up to that logit), to find which heads pushed it up."""
+    token = int(trace.logits[position].argmax())
+    parts = direct_logit_attribution(trace, model, position, token)
+    values = np.array(list(parts.values()), dtype=np.float32)
+    fig = figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
+                        hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))
+    fig.update_layout(xaxis_title_text="write", yaxis_title_text="contribution to the logit")
+    label = token_labels(trace.tokens)[position]
+    return style(fig, f"Direct logit attribution at {label} → {candidate_label(piece(token), token)} "
+                      f"(bars sum to the logit {float(trace.logits[position, token]):.2f})",
+                 filename=f"toyviz-logit-attribution-t{position % len(trace.tokens)}", projector=projector)

@@ -1,0 +1,50 @@
+"""Sampling tab: how temperature, top-k and top-p reshape the next-token distribution, and how
+likely each generated token was when it was drawn."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from toyviz.app.figures import candidate_label, figure, grid_axes, numpy, style, token_grid, tokens_per_row, visible
+from toyviz.models.sampling import next_token_probs
+
+
+def next_token_bars(logits: torch.Tensor, piece, *, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
+                    n: int = 15, projector: bool = False) -> go.Figure:
+    """The n most likely next tokens before (outline: plain softmax) and after the sampling
+    settings (filled), from stored logits — so moving a slider needs no model run.
+    `piece(id)` names a token."""
+    raw = numpy(torch.softmax(logits.float(), -1))
+    after = numpy(next_token_probs(logits, temperature, top_k, top_p))
+    top = np.argsort(-raw, kind="stable")[:n]
+    names = [candidate_label(piece(int(i)), i) for i in top]
+    fig = figure([
+        go.Bar(y=names, x=after[top], orientation="h", name="after settings",
+               hovertemplate="%{y}: %{x:.3f}<extra>sampled from</extra>"),
+        go.Bar(y=names, x=raw[top], orientation="h", name="softmax (T=1, no filter)",
+               marker=dict(color="rgba(0,0,0,0)", line=dict(color="#333", width=1.5)),
+               hovertemplate="%{y}: %{x:.3f}<extra>softmax</extra>")])        # outline drawn on top
+    fig.update_layout(barmode="overlay", xaxis_title_text="probability", yaxis_autorange="reversed")
+    kept = int((after > 0).sum())
+    return style(fig, f"Next token: temperature {temperature:g}, top-k {top_k or 'off'}, top-p {top_p:g} "
+                      f"→ {kept} candidate{'s' * (kept != 1)}",
+                 filename=f"toyviz-sampling-T{temperature:g}-k{top_k}-p{top_p:g}", projector=projector,
+                 height=200 + 30 * len(top))
+
+
+def generated_tokens(steps: list[tuple[str, float]], *, per_row: int | None = None, projector: bool = False
+                     ) -> go.Figure:
+    """Generated text, one box per token coloured by the probability it was drawn with: pale
+    boxes are the surprising choices where sampling took a less likely path."""
+    per_row = per_row or tokens_per_row(projector)
+    pieces = [p for p, _ in steps]
+    probs = [float(p) for _, p in steps]
+    hover = [f"step {k}: {visible(piece)}<br>drawn with p = {p:.3f}" for k, (piece, p) in enumerate(steps)]
+    fig = figure(token_grid([visible(p) for p in pieces], probs, hover_values=hover, colorscale="YlGn",
+                            zmin=0, zmax=1, per_row=per_row, colorbar_title="p"))
+    return style(grid_axes(fig), f"{len(steps)} generated tokens, coloured by their probability",
+                 filename="toyviz-generated", projector=projector,
+                 height=110 + 52 * max(1, math.ceil(len(steps) / per_row)))

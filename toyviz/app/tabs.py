@@ -1,0 +1,64 @@
+"""Which renderer draws each tab, from which controls, into which outputs: the table app.py wires.
+
+Controls and outputs are named by the attribute the app keeps its component (or its list of components)
+under: `prompt` is `ui.prompt`, `tokens_out` the Tokens tab's figures. A tab's inputs go to its renderer
+(toyviz.app.views) in the order listed, after the explorer. Plain Python: no Gradio here.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from toyviz.app import views
+from toyviz.api import USER_ERRORS
+from toyviz.app.explorer import Explorer
+
+
+@dataclass(frozen=True)
+class Tab:
+    render: Callable                    # views.<name>_view(explorer, *inputs) → note and figures
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    controls: tuple[str, ...] = ()      # its own inputs whose change redraws it
+    api: str = ""                       # its HTTP endpoint's name (default: the tab's)
+
+
+TABS = {
+    "tokens": Tab(views.tokens_view, ("prompt", "projector", "model"), ("note", "tokens_out")),
+    "positional": Tab(views.positions_view, ("prompt", "metric", "projector", "model"), ("note", "positional_out"),
+                      ("metric",)),
+    "attention": Tab(views.attention_view, ("prompt", "layer", "head", "mode", "ablate", "projector", "model"),
+                     ("note", "attention_out"), ("layer", "head", "mode", "ablate")),
+    "inside": Tab(views.inside_view, ("prompt", "layer", "head", "query", "last_word", "projector"),
+                  ("note", "inside_out"), ("query", "last_word")),
+    "layernorm": Tab(views.layernorm_view, ("prompt", "norm_name", "ln_position", "projector", "model"),
+                     ("note", "layernorm_out"), ("norm_name", "ln_position")),
+    "residual": Tab(views.residual_view, ("prompt", "res_position", "projector", "model"), ("note", "residual_out"),
+                    ("res_position",)),
+    "why": Tab(views.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",)),
+    "features": Tab(views.features_view, ("prompt", "feature", "feature_search", "projector"),
+                    ("note", "features_out"), ("feature", "feature_search")),
+    "sample": Tab(views.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
+                  ("temperature", "top_k", "top_p"), "next_token"),
+    "translate": Tab(views.translate_view, ("source", "beam", "attention_kind", "tr_layer", "tr_head", "projector"),
+                     ("note", "spanish", "translate_out"), ("attention_kind", "tr_layer", "tr_head")),
+    "experiments": Tab(views.experiments_view, ("prompt", "exp_variants", "exp_x", "projector"), ("experiments_out",),
+                       ("exp_variants", "exp_x")),
+    "model": Tab(views.model_view, ("prompt", "snapshot", "x_axis", "projector"), ("model_out",),
+                 ("snapshot", "x_axis")),
+}
+
+
+def draw_every_tab(explorer: Explorer, values: dict[str, object]) -> float:
+    """Every tab drawn once for these input values (by name), before a server answers: a class opens the
+    link on the first values and finds their traces cached, and what the tabs build on first use (the
+    n-gram index, the features) is part of the start. A tab that cannot draw (no GPT loaded) is left to
+    say why to its visitors. → seconds taken."""
+    start = time.perf_counter()
+    for tab in TABS.values():
+        try:
+            tab.render(explorer, *[values[name] for name in tab.inputs])
+        except USER_ERRORS:
+            pass
+    return time.perf_counter() - start

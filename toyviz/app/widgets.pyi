@@ -1,0 +1,171 @@
+"""The app's own Gradio building blocks: a plot that keeps each figure's download settings, a slider
+that takes its range from toyviz.app.controls, and how a user's mistake reaches the page (`friendly`).
+The only Gradio code in the package; the renderers (toyviz.app.views) and figures stay free of it.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import inspect
+import json
+import logging
+import textwrap
+import threading
+from contextlib import contextmanager
+
+import gradio as gr
+from gradio.components.plot import PlotData
+
+from toyviz.api import USER_ERRORS, PromptError
+from toyviz.app.controls import DEFAULTS, RANGES
+from toyviz.app.figures import config_for, message
+
+# the page script the app wires in
+TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
+# a paragraph's number scrolls to its panel in place: a plain "#id" link resolves against the page's
+# <base href> and would reload the app without its query (tab, prompt)
+SCROLL_TO_PANEL = ("element.addEventListener('click', (event) => { const a = event.target.closest('a[href^=\"#\"]');"
+                   " if (!a) return; event.preventDefault(); const panel = document.getElementById(a.hash.slice(1));"
+                   " if (panel) panel.scrollIntoView({behavior: 'smooth', block: 'start'}); });")
+log = logging.getLogger("toyviz")
+
+
+@contextmanager
+def user_errors(fn):
+    """A user's bad input becomes one log line (which renderer, what) and a message that stays on the
+    page until closed: not a toast that fades before a hall has read it, nor a traceback in the log."""
+    try:
+        yield
+    except USER_ERRORS as err:
+        log.warning("rejected input to %s: %s", getattr(getattr(fn, "func", fn), "__name__", "?"), err)
+        raise gr.Error(str(err), duration=None, print_exception=False) from None
+
+
+def friendly(fn):
+    """fn with its input problems shown in the page. A generator's updates stream through, None
+    meaning "leave this output as it is"."""
+    if inspect.isgeneratorfunction(getattr(fn, "func", fn)):
+        @functools.wraps(fn)
+        def stream(*args, **kwargs):
+            with user_errors(fn):
+                for update in fn(*args, **kwargs):
+                    yield tuple(gr.skip() if value is None else value for value in update)
+        return stream
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with user_errors(fn):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def one_per_visitor(stream_fn):
+    """stream_fn (a generator function) run at most once at a time per visitor (a page's session; each
+    API client has its own): with a class on one machine, nobody holds two of the workers a stream
+    needs. A second start while the first streams is refused with a message. Gradio fills `request`."""
+    streaming, lock = set(), threading.Lock()
+
+    def stream(request: gr.Request, *args):
+        visitor = getattr(request, "session_hash", None) or object()     # no session: a visitor of its own
+        with lock:
+            if visitor in streaming:
+                raise PromptError("your previous generation is still streaming: wait for it or press Stop "
+                                  "(one at a time for each visitor, so a class shares the machine fairly)")
+            streaming.add(visitor)
+        try:
+            yield from stream_fn(*args)
+        finally:
+            with lock:
+                streaming.discard(visitor)
+    stream.__name__ = getattr(getattr(stream_fn, "func", stream_fn), "__name__", "stream")
+    return stream
+
+
+MESSAGE_LINE = 60            # characters a line of an in-place message holds (it must fit a figure on a projector)
+
+
+def in_place(fn, outputs: list):
+    """fn (already `friendly`) for the page's own events: a user's mistake replaces every figure the event
+    would draw with the message, and the first text output says it too, until the next action — where
+    the eye is, not in a toast that fades or sits in a corner. The named HTTP endpoints keep raising
+    (their callers want an error, not a picture of one)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error as err:
+            return placeholders(err.message, outputs)
+    return wrapper
+
+
+def placeholders(text: str, outputs: list) -> list:
+    """The message in place of each output: a figure saying it, the first Markdown/HTML saying it, later ones
+    emptied (a table of the previous prompt's heads would pass for this one's), the rest unchanged."""
+    lines = "<br>".join(html.escape(line) for line in textwrap.wrap(text, MESSAGE_LINE))
+    values, said = [], False
+    for output in outputs:
+        if isinstance(output, FigurePlot):
+            values.append(message(lines, "⚠ Nothing drawn: the input needs a change", filename="toyviz-message"))
+        elif isinstance(output, (gr.Markdown, gr.HTML)):
+            values.append("" if said else f"⚠ **{text}**" if isinstance(output, gr.Markdown) else
+                          f"<p class='error-note'>⚠ <b>{html.escape(text)}</b></p>")
+            said = True
+        else:
+            values.append(gr.skip())
+    return values
+
+
+def clamp_in_page(inputs: list) -> str | None:
+    """JavaScript an event runs in the page before it sends `inputs`: a number typed into a slider's box
+    past its range goes as the nearest bound, as dragging would (the server would refuse it, and the
+    figures would stay as they were). None when no input is a slider."""
+    clamps = [f"a[{i}] = Math.min(Math.max(Number(a[{i}]), {c.minimum}), {c.maximum});"
+              for i, c in enumerate(inputs) if isinstance(c, gr.Slider)]
+    return "(...a) => { " + " ".join(clamps) + " return a; }" if clamps else None
+
+
+def show_clamped(slider: gr.Slider):
+    """The slider's box shows the clamped value too, not the 99 that was typed."""
+    slider.change(None, slider, slider, js=f"(v) => Math.min(Math.max(Number(v), {slider.minimum}), {slider.maximum})",
+                  api_visibility="private")
+
+from gradio.events import Dependency
+
+class FigurePlot(gr.Plot):
+    """gr.Plot that keeps each figure's download settings: the camera button saves a PNG at 2x under
+    the file name the figure builder chose (Gradio's front end reads a "config" key next to data/layout)."""
+
+    api_info_once = None
+
+    def get_block_name(self) -> str:
+        return "plot"
+
+    def api_info(self):
+        """gr.Plot's, computed once for all: Gradio builds the component anew for every update that leaves
+        it unchanged (gr.skip(), a streaming generation's figures), and each new one generated the same
+        JSON schema again on the event loop (15 % of its time under a class, profiled)."""
+        if FigurePlot.api_info_once is None:
+            FigurePlot.api_info_once = super().api_info()
+        return FigurePlot.api_info_once
+
+    def postprocess(self, value):
+        if hasattr(value, "to_json"):
+            config = json.dumps(config_for((value.layout.meta or {}).get("filename", "toyviz")))
+            return PlotData(type="plotly", plot=value.to_json()[:-1] + ',"config":' + config + "}")
+        return super().postprocess(value)
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:
+    return FigurePlot(label=label or None, elem_id=elem_id, show_label=bool(label), visible=visible)
+
+
+def slider(name: str, label: str, step: float = 1, upper: int | None = None, **kwargs) -> gr.Slider:
+    """A slider whose range is its control's in toyviz.app.controls (upper: the model-dependent maximum)."""
+    low, high = RANGES[name]
+    return gr.Slider(low, high if high is not None else max(low + 1, upper), value=DEFAULTS[name], step=step,
+                     label=label, **kwargs)

@@ -1,0 +1,77 @@
+"""Reading the residual stream out: what the model would predict after each layer (logit lens), and
+how much each write adds to one logit (direct logit attribution). Computed from a trace; the
+Residual tab draws them and `toyviz.interpret.explain` checks them against ablations.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from toyviz.models.names import EMBED, LN_F, layer_of, parse
+from toyviz.models.trace import Trace
+
+
+def layer_streams(trace: Trace) -> tuple[list[str], torch.Tensor]:
+    """The stream after the embedding and after each layer → (names, [L+1, T, d_model])."""
+    names, streams, total = [], [], 0
+    parts = list(trace.residual_parts.items())
+    for k, (name, part) in enumerate(parts):
+        total = total + part
+        if k + 1 == len(parts) or layer_of(parts[k + 1][0]) != layer_of(name):
+            layer = layer_of(name)
+            names.append(EMBED if layer < 0 else f"after layer {layer}")
+            streams.append(total)
+    return names, torch.stack(streams)
+
+
+@torch.no_grad()
+def logit_lens(trace: Trace, model) -> tuple[list[str], torch.Tensor]:
+    """The model's final norm and head applied to the stream after each layer →
+    (row names, probabilities [L+1, T, V]); the last row is the real output."""
+    names, streams = layer_streams(trace)
+    return names, model.head(model.ln_f(streams)).float().softmax(-1)
+
+
+def logit_lens_top(trace: Trace, model) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(row names, top token id [L+1, T], its probability [L+1, T]) of the logit lens."""
+    names, probs = logit_lens(trace, model)
+    top = probs.max(-1)
+    return names, top.indices.cpu().numpy(), top.values.cpu().numpy()
+
+
+@torch.no_grad()
+def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int | None = None, *,
+                             minus_mean: bool = False) -> dict[str, float]:
+    """How much each write adds to one logit (default: the predicted next token at `position`), or
+    with `minus_mean` to that logit minus the mean logit over the vocabulary.
+
+    The final norm computes LN(x) = γ ⊙ (x − mean(x)) / std(x) + β and the logit is u · LN(x) with
+    u = W_U[tok] (or W_U[tok] − mean_v W_U[v]; the head has no bias). The stream x is the sum of the
+    parts, and centring is linear, so with std(x) taken from the trace (the value this pass really
+    divided by):
+
+        u · LN(x) = Σ_parts (γ ⊙ u) · (part − mean(part)) / std(x)  +  u · β
+
+    and an attention write splits exactly into its heads' writes plus W_O's bias (a term of its own:
+    it belongs to no head). The identity is exact for this pass; what is a linearisation is reading
+    a term as "what that write caused": std(x) is held fixed, whereas removing a write would change
+    it and every later layer (under post-norm, every later norm too: those corrections appear as
+    the "norm.…" terms). Keys: "embed", "L0 H0" … "L0 attn bias", "mlp.0", …, "ln_f β".
+    """
+    ln = trace.layernorms[LN_F]
+    token = int(trace.logits[position].argmax()) if token is None else int(token)
+    W = model.head.weight.double()
+    u = W[token] - W.mean(0) if minus_mean else W[token]                      # (C,)
+    direction = ln["weight"].double() * u / ln["std"][position].double()
+    contrib = lambda v: float(((v.double() - v.double().mean()) * direction).sum())
+    out = {}
+    for name, part in trace.residual_parts.items():
+        if parse(name).kind == "attn":
+            layer = layer_of(name)
+            for h in range(trace.n_head):
+                out[f"L{layer} H{h}"] = contrib(trace.head_writes[layer, h, position])
+            out[f"L{layer} attn bias"] = contrib(trace.attn_out_bias[layer])
+        else:
+            out[name] = contrib(part[position])
+    out["ln_f β"] = float(u @ ln["bias"].double())
+    return out

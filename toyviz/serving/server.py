@@ -1,0 +1,50 @@
+"""How one server process shares its cores among a class's requests.
+
+Gradio answers every request on a worker thread, and all of them share one interpreter lock (the GIL).
+A generation or a beam search runs hundreds of small torch operations a token, and each one lets go of
+the lock while it runs; when another thread is building plotly figures (pure Python) beside it, taking
+the lock back waits for that thread's time slice to end: the switch interval, 5 ms by default. So every
+small operation costs up to 5 ms, and a class's generations crawl (`python -m benchmarks.core`:
+`busy_tokens_per_s`). A 1 ms slice makes the figure builders hand the lock over sooner, for a little
+more switching.
+
+Gradio also tries to import matplotlib around every event and bokeh for every plot's config. Where they
+are not installed, each try searched the whole sys.path (~12 % of the event loop's time under a class,
+profiled); marked missing, a try fails at once.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from toyviz.serving.memory import mkl_keeps_thread_buffers, settle_allocator
+
+SWITCH_INTERVAL_S = 0.001
+
+
+def share_cores() -> None:
+    """Threads doing many short torch operations get the lock back within SWITCH_INTERVAL_S."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
+OPTIONAL_IMPORTS = ("matplotlib", "bokeh")     # Gradio's, for plots this app does not draw with them
+
+
+def skip_missing_imports(names=OPTIONAL_IMPORTS) -> list[str]:
+    """Each of `names` that is not installed is marked missing (None in sys.modules), so that importing
+    it raises ImportError without a search; returns those marked. Installed ones are left alone."""
+    missing = [name for name in names if name not in sys.modules and importlib.util.find_spec(name) is None]
+    for name in missing:
+        sys.modules[name] = None
+    return missing
+
+
+def prepare_server() -> list[str]:
+    """This process set up to serve a class, before the models load: memory a class frees goes back
+    (toyviz.serving.memory), the interpreter lock comes back sooner, Gradio's optional imports fail at once.
+    Returns what could not be set up, one line each."""
+    settle_allocator()
+    share_cores()
+    skip_missing_imports()
+    return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
+            "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
