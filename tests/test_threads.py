@@ -22,6 +22,7 @@ import threading
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from plotly.io._templates import Lazy   # plotly's "not loaded yet" marker
 
 import toyviz
 from toyviz.interpret import explain
@@ -52,12 +53,12 @@ def often_switching():
 
 
 def cold():
-    """The state right after the server starts: no house template built, plotly_white not loaded."""
+    """The state right after the server starts: no house template built, plotly_white not loaded.
+
+    Plotly has no public way to unload a template, so this sets its private registry entry back to
+    the marker it loads from: if plotly renames either, this raises instead of racing from a warm start."""
     figures._TEMPLATES.clear()
-    registry = getattr(pio.templates, "_templates", None)
-    if registry is not None and "plotly_white" in registry:
-        from plotly.io._templates import Lazy
-        registry["plotly_white"] = Lazy
+    pio.templates._templates["plotly_white"] = Lazy
 
 
 @pytest.fixture(scope="module")
