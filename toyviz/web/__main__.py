@@ -1,0 +1,3 @@
+from toyviz.web.export import main
+
+main()
