@@ -90,13 +90,17 @@ def resident_mb() -> float:
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
 def test_freed_memory_in_the_middle_of_the_heap_goes_back():
     """Every other block of 200 MB freed leaves holes the heap keeps resident; return_freed_memory
-    hands their pages back (the server calls it every RETURN_EVERY_S)."""
+    hands their pages back (the server calls it every RETURN_EVERY_S). Measured against what this
+    test allocated and freed, not a fixed figure: how much glibc keeps depends on its version."""
     settle_allocator()
+    start = resident_mb()
     blocks = [bytearray(100_000) for _ in range(2000)]       # below MMAP_FROM: from the heap, touched (zeroed)
+    full = resident_mb()
     del blocks[::2]
-    held = resident_mb()
+    freed = (full - start) / 2
     assert return_freed_memory() is True
-    assert resident_mb() < held - 50, (held, resident_mb())
+    # at least half of the freed pages are no longer resident (here: 92 of 95 MB)
+    assert resident_mb() < full - freed / 2, dict(start=start, full=full, freed=freed, now=resident_mb())
     del blocks
 
 
@@ -145,7 +149,7 @@ def test_worker_threads_do_not_each_keep_mkl_buffers_in_the_app():
     if plain["keeps"] is None:
         pytest.skip("this torch has no MKL")
     assert plain["keeps"] is True and in_app["keeps"] is False
-    assert in_app["growth_mb"] < 64, in_app
-    # what the setting saves depends on the CPU (MKL's buffers follow its kernels): 20 threads added 137 MB
-    # plain against 32 in the app on one 2-core machine, 43-54 against 32-35 on another (AVX-512)
+    # what the setting saves depends on the CPU (MKL's buffers follow its kernels), so the plain process
+    # is the baseline, not a figure: 20 threads added 137 MB plain against 32 in the app on one 2-core
+    # machine, 43-54 against 32-35 on another (AVX-512); benchmarks.load prints a class's memory growth
     assert plain["growth_mb"] > in_app["growth_mb"], (plain, in_app)
