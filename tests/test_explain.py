@@ -3,6 +3,7 @@
 Tiny random models (conftest) for the exact identities; the shipped GPT (skipped when absent)
 for what only a trained model can show: integrated-gradients completeness and the prepared pairs.
 """
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -359,17 +360,35 @@ def test_without_an_index_the_answer_says_why_there_are_no_counts(shipped):
 # ------------------------------------------------------------------ 6. the translator ----
 
 def test_source_saliency_is_the_gradient_of_each_output_tokens_log_probability(tiny_translator):
-    """Each row equals a separate backward pass of that output token's log p, and the compared
-    attention is the trace's own cross-attention."""
+    """Checked by finite differences through the model's plain forward, not by a backward pass like the
+    code's: gradient × input is the derivative of log p(output t) along source token i's own embedding,
+    so scaling that embedding by 1 ± ε moves log p by ±ε·saliency[t, i]. The compared attention is the
+    trace's own cross-attention."""
     out = tiny_translator.translate("In the beginning God created", 1, max_len=6)
     s = E.source_saliency(tiny_translator, out, layer=0, head=1)
-    model, trace = tiny_translator.model, out.trace
+    trace = out.trace
+    model = copy.deepcopy(tiny_translator.model).cpu().double()     # float64: the differences stay exact
     src, tgt = torch.tensor([trace.src_ids]), torch.tensor([trace.tgt_ids])
-    for t, target in enumerate(trace.output_ids):
-        emb = (model.src_emb(src) * model.config.d_model ** 0.5).detach().requires_grad_(True)
-        keep = torch.ones_like(src, dtype=torch.bool)
-        memory = model._stack(emb + model.pe[: src.shape[1]], model.encoder, model.enc_norm, None, key_keep=keep)
-        model.decode(tgt, memory, keep).log_softmax(-1)[0, t, target].backward()
-        assert torch.allclose(s.saliency[t], (emb.grad * emb.detach()).sum(-1)[0], atol=1e-5)
+    outputs = torch.arange(len(trace.output_ids)), trace.output_ids
+
+    def log_p(position: int, scale: float) -> torch.Tensor:
+        """log p of each output token with the source embedding at `position` times `scale`."""
+        def scaled(module, args, emb):
+            if args[0] is not src:                   # a shared vocabulary embeds the target with it too
+                return emb
+            emb = emb.clone()
+            emb[:, position] *= scale
+            return emb
+        handle = model.src_emb.register_forward_hook(scaled)
+        try:
+            with torch.no_grad():
+                return model(src, tgt).log_softmax(-1)[0][outputs]
+        finally:
+            handle.remove()
+
+    eps = 1e-4
+    numeric = torch.stack([(log_p(i, 1 + eps) - log_p(i, 1 - eps)) / (2 * eps) for i in range(src.shape[1])], 1)
+    assert numeric.abs().max() > 0.01                                      # something to compare
+    assert torch.allclose(s.saliency.double(), numeric, atol=1e-5)
     assert torch.equal(s.attention, trace.cross_attention[0, 1].float())
     assert -1 <= s.agreement <= 1 and 0 <= s.top_match <= 1 and s.saliency.shape == (len(s.output), len(s.source))
