@@ -1,0 +1,97 @@
+// Loading the exported graphs (python -m toyviz.web) into onnxruntime-web and running them.
+// Files come from the browser's Cache API when it has them (keyed by the checkpoint's hash), else
+// from the server once; the wasm is sent gzipped and unpacked here.
+import * as ort from "onnxruntime-web/wasm";
+
+const CACHE = "toyviz-model";
+
+async function fetchBytes(url, { gzipped = false, cache = null } = {}) {
+  let response = cache && (await cache.match(url));
+  const fromCache = Boolean(response);
+  if (!response) {
+    // one retry: a lecture hall's Wi-Fi drops a request now and then
+    response = await fetch(url).catch(() => fetch(url)).catch((error) => {
+      throw new Error(`${url.split("/").pop()}: ${error.message}`);
+    });
+    if (!response.ok) throw new Error(`${url.split("/").pop()}: HTTP ${response.status}`);
+    if (cache) await cache.put(url, response.clone());
+  }
+  const body = gzipped ? response.body.pipeThrough(new DecompressionStream("gzip")) : response.body;
+  return { bytes: new Uint8Array(await new Response(body).arrayBuffer()), fromCache };
+}
+
+async function sha256(bytes) {
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class Model {
+  // config: {files: {prefill, step, weights, wasm}: urls, sha256, n_layer, n_head, d_head, vocab_size, context}
+  static async load(config) {
+    if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
+    // a secure context (https, localhost) has the Cache API and crypto.subtle; plain http on a LAN has neither
+    const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.sha256.slice(0, 16)}`) : null;
+    const get = (url, gzipped) => fetchBytes(url, { gzipped, cache });
+    const [prefill, step, weights, wasm] = await Promise.all([
+      get(config.files.prefill), get(config.files.step), get(config.files.weights), get(config.files.wasm, true)]);
+    let checked = "not checked (no crypto.subtle outside https/localhost)";
+    if (globalThis.crypto?.subtle) {
+      const digest = await sha256(weights.bytes);
+      if (digest !== config.sha256) {
+        if (cache) await caches.delete(`${CACHE}-${config.sha256.slice(0, 16)}`);
+        throw new Error(`model.safetensors is not the checkpoint the graphs came from (sha256 ${digest.slice(0, 12)}…)`);
+      }
+      checked = "checked";
+    }
+    ort.env.wasm.wasmBinary = wasm.bytes;
+    ort.env.wasm.numThreads = 1;
+    ort.env.logLevel = "error";              // a Gradio page is not cross-origin isolated: no shared memory
+    const options = { executionProviders: ["wasm"], externalData: [{ path: "model.safetensors", data: weights.bytes }] };
+    const sessions = [await ort.InferenceSession.create(prefill.bytes, options),
+                      await ort.InferenceSession.create(step.bytes, options)];
+    return new Model(config, ...sessions, { checked, fromCache: weights.fromCache && wasm.fromCache });
+  }
+
+  constructor(config, prefill, step, loaded) {
+    Object.assign(this, { config, prefill, step, loaded });
+    this.L = config.n_layer; this.H = config.n_head; this.V = config.vocab_size;
+  }
+
+  // ids (≤ context) → {logits (T·V), attention (L·H·T·T), keys, values (ort tensors), T, V, L, H}
+  async forward(ids) {
+    const T = ids.length;
+    const input = new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]);
+    const out = await this.prefill.run({ ids: input });
+    return { logits: out.logits.data, attention: out.attention.data, keys: out.keys, values: out.values,
+             T, V: this.V, L: this.L, H: this.H };
+  }
+
+  // one new id after the cached keys/values → {logits (V), keys, values}
+  async next(id, keys, values) {
+    const input = new ort.Tensor("int64", BigInt64Array.of(BigInt(id)), [1, 1]);
+    const out = await this.step.run({ ids: input, past_keys: keys, past_values: values });
+    keys.dispose?.(); values.dispose?.();
+    return { logits: out.logits.data, keys: out.keys, values: out.values };
+  }
+
+  // Yields next-token logits (V) for a growing sequence, as ToyGPT.generate_ids reads it: the window
+  // holds at most `context` tokens and jumps forward by half a context when it overflows (then
+  // prefilled afresh); otherwise one cached step per token. The caller appends each chosen id to seq.
+  async *logitsFor(seq) {
+    const context = this.config.context;
+    let start = Math.max(0, seq.length - context), keys = null, values = null;
+    for (;;) {
+      const jumped = seq.length - start > context ? seq.length - Math.floor(context / 2) : start;
+      let logits;
+      if (keys === null || jumped !== start) {
+        start = jumped;
+        const out = await this.forward(seq.slice(start));
+        ({ keys, values } = out);
+        logits = out.logits.subarray((out.T - 1) * this.V);
+      } else {
+        ({ logits, keys, values } = await this.next(seq[seq.length - 1], keys, values));
+      }
+      yield logits;
+    }
+  }
+}
