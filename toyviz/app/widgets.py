@@ -1,6 +1,7 @@
 """The app's own Gradio building blocks: a plot that keeps each figure's download settings, a slider
 that takes its range from toyviz.app.controls, and how a user's mistake reaches the page (`friendly`).
-The only Gradio code in the package; the renderers (toyviz.app.views) and figures stay free of it.
+The package's Gradio code is here and in toyviz.app.layout, which places these pieces on the page; the
+renderers (toyviz.app.views) and figures stay free of it.
 """
 from __future__ import annotations
 

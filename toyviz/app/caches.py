@@ -1,0 +1,110 @@
+"""What the app computes once and keeps between requests: one trace per (model, prompt, options), shared by
+every tab and every visitor, and the other costly answers a tab redraws from.
+
+Each cache is bounded in entries and in bytes (toyviz.serving.memory.LRU): a class pasting long prompts
+must not grow the server by gigabytes (issue 17: RSS growth ≤ 150 MB).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from toyviz.api import GPT, PromptError, Translator
+from toyviz.app.controls import clamp
+from toyviz.app.loaded import Models, clean_prompt
+from toyviz.serving.memory import LRU, MB
+
+
+class Caches(Models):
+    """The models, and what was computed from them: traces, translations, explanations, features."""
+
+    def __init__(self, gpt: GPT | None, translator: Translator | None, cache_size: int = 32,
+                 problems: dict[str, str] | None = None):
+        super().__init__(gpt, translator, problems)
+        # a full-context trace holds ~25 MB; a re-trace costs ~25 ms
+        self.traces, self.translations = LRU(cache_size, 32 * MB), LRU(cache_size, 16 * MB)
+        self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
+        self.histories = LRU(2)              # history.json of the GPT, parsed once
+        self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
+        self.source_gradients = LRU(cache_size, 8 * MB)   # per translation: the Translate tab redraws it per layer/head
+        self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
+        self.feature_maps = LRU(cache_size, 8 * MB)  # a prompt's features
+
+    def trace(self, prompt, *, causal: bool = True, ablate: tuple = ()):
+        """(trace, note): one traced forward per distinct prompt and options, cached."""
+        gpt = self.need_gpt()
+        text, note = clean_prompt(prompt)
+        key = (id(gpt), text, causal, tuple(sorted(ablate)))
+        trace = self.traces.get(key, lambda: gpt.trace(text, causal=causal, ablate=ablate))
+        if trace.truncated:
+            note += (f"Only the first {len(trace.tokens)} tokens fit the model's context; "
+                     f"{trace.truncated} more were left out. ")
+        return trace, note
+
+    def snapshot_trace(self, index, prompt):
+        from toyviz import load
+        paths = self.snapshots()
+        path = paths[clamp(index, 0, len(paths) - 1, int, "snapshot")]
+        model = self.extra_models.get(str(path), lambda: load(str(path), device=str(self.gpt.device)))
+        text, _ = clean_prompt(prompt)
+        return path, self.traces.get((str(path), text, True, ()), lambda: model.trace(text))
+
+    def source_saliency(self, translation, layer: int | None, head: int | None):
+        """A translation's source saliency beside its cross-attention (toyviz.interpret.explain.translation)."""
+        from toyviz.interpret.explain.translation import source_gradients, source_saliency
+        translator = self.need_translator()
+        key = (tuple(translation.trace.src_ids), tuple(translation.trace.tgt_ids))
+        gradients = self.source_gradients.get(key, lambda: source_gradients(translator, translation))
+        return source_saliency(translator, translation, layer, head, gradients)
+
+    # ---- training history of the GPT, where its checkpoint folder has one ----
+    def history(self) -> list[dict]:
+        """The GPT's training history, read once (the Attention tab's head profile asks on every redraw)."""
+        path = Path(self.need_gpt().source) / "history.json"
+        return self.histories.get(str(path), lambda: json.loads(path.read_text()) if path.is_file() else [])
+
+    def head_profile(self) -> dict | None:
+        """The GPT's head scores over its probe set, as training last recorded them (None if it did not)."""
+        return next((r["heads"] for r in reversed(self.history()) if "heads" in r), None)
+
+    # ---- "why this token?" ----
+    def training_index(self):
+        """(the n-gram index of the GPT's training text, "") or (None, why there is none). Built once from
+        this machine's copy of the text (the trainer's cache); the app never downloads it."""
+        def build():
+            from toyviz.interpret import explain
+            try:
+                return explain.build_index(explain.corpus_ids(self.need_gpt(), fetch=False)), ""
+            except PromptError as err:
+                return None, str(err)
+        return self.indexes.get(id(self.need_gpt()), build)
+
+    def why(self, prompt, token=None):
+        """(the evidence for one next token after the prompt, note), cached per (prompt, token)."""
+        from toyviz.interpret import explain
+        gpt = self.need_gpt()
+        text, note = clean_prompt(prompt)
+        choice = self.token_choice(token)
+        index, reason = self.training_index()
+        answer = self.explanations.get((text, choice), lambda: explain.why(gpt, text, choice, index=index,
+                                                                           sources_reason=reason))
+        dropped = gpt.encode(text)[1]
+        if dropped:
+            note += f"Only the first {len(answer.tokens)} tokens fit the model's context; {dropped} more were left out. "
+        return answer, note
+
+    # ---- sparse-autoencoder features ----
+    def features(self):
+        """The GPT's feature dictionary (loaded once, by the GPT); a PromptError that says how to train one
+        when there is none."""
+        from toyviz.models.checkpoint import CheckpointError
+        try:
+            return self.need_gpt().dictionary()
+        except CheckpointError as err:
+            raise PromptError(str(err)) from None
+
+    def prompt_features(self, prompt):
+        """(every feature's activation at every token of the prompt, note), cached per prompt."""
+        features = self.features()
+        text, note = clean_prompt(prompt)
+        return self.feature_maps.get(text, lambda: features.encode(text)), note

@@ -1,0 +1,199 @@
+"""The page's layout, top to bottom as a visitor sees it: the header, then each tab's explanation,
+controls and figures. Each function adds its components to the page and keeps them on `ui` under the
+names toyviz.app.tabs' table uses (`ui.prompt`, `ui.tokens_out`); app.py wires them. Nothing here
+answers an event.
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from toyviz.app import links, views
+from toyviz.app.controls import DEFAULTS
+from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
+from toyviz.interpret import explain
+from toyviz.models.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
+from toyviz.models.size import PRESETS
+from toyviz.training.variants import VARIANTS
+
+
+def header(ui):
+    """One line of title, then the prompt with the controls every tab shares beside it: the tabs start
+    within the first 300 px of a laptop screen. The link box appears once there is a link."""
+    gr.Markdown(views.EXPLAIN["header"], elem_id="intro")
+    with gr.Row(equal_height=False):
+        # one line grows to three: Enter explores (in a multi-line box it would add a newline)
+        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=1, max_lines=3, scale=4,
+                               elem_id="prompt")
+        with gr.Column(scale=2, min_width=320):
+            ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
+                                value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model")
+            with gr.Row():
+                ui.run = gr.Button("Explore", variant="primary", elem_id="run", min_width=100)
+                ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", min_width=100)
+        with gr.Column(scale=1, min_width=170):
+            ui.link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
+            ui.export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
+    ui.link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", max_lines=1, visible=False)
+    ui.exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
+    ui.note = gr.Markdown(elem_id="note")
+    ui.current = gr.State(DEFAULTS["tab"])
+    ui.prompt_examples = []
+
+
+def intro(ui, tab: str):
+    """A prompt tab's head: its explanation and its example prompts (a click fills the prompt)."""
+    gr.Markdown(views.EXPLAIN[tab])
+    ui.prompt_examples.append(gr.Examples(**views.examples(tab), inputs=ui.prompt, label="Example prompts"))
+
+
+def prompt_tabs(ui, sizes):
+    with gr.Tab("Tokens", id="tokens") as ui.tab_tokens:
+        intro(ui, "tokens")
+        ui.tokens_out = [plot("tokens-plot"), plot("embed-norms-plot")]
+    with gr.Tab("Positions", id="positional") as ui.tab_positional:
+        intro(ui, "positional")
+        ui.metric = gr.Radio(["cosine", "dot"], value="cosine", label="similarity")
+        ui.positional_out = [plot("pe-plot"), plot("pe-dims-plot"), plot("pe-sim-plot")]
+        gr.Markdown("### The formula on its own, and two bugs from tutorials")
+        with gr.Row():
+            ui.pe_d = gr.Slider(8, 512, value=64, step=2, label="d_model", elem_id="pe-d")
+            ui.pe_len = gr.Slider(8, 512, value=128, step=1, label="length", elem_id="pe-len")
+        ui.formula_out = [plot("pe-formula-plot"), plot("pe-bug-plot")]
+        gr.Markdown(views.EXPLAIN["positional_bugs"])
+    with gr.Tab("Attention", id="attention") as ui.tab_attention:
+        intro(ui, "attention")
+        with gr.Row():
+            ui.layer = slider("layer", "layer", upper=sizes.layers - 1, elem_id="layer")
+            ui.head = slider("head", "head", upper=sizes.heads - 1, elem_id="head")
+            ui.mode = gr.Radio(list(links.CHOICES["mode"]), value=DEFAULTS["mode"], label="show", elem_id="mode")
+        ui.ablate = gr.CheckboxGroup(sizes.gpt_heads, label="switch heads off (layer.head)", elem_id="ablate")
+        ui.attention_out = [plot("attn-grid-plot"), plot("attn-plot"), gr.Markdown(elem_id="head-labels"),
+                            plot("ablation-plot")]
+    with gr.Tab("Inside a head", id="inside") as ui.tab_inside:
+        intro(ui, "inside")
+        ui.query = slider("query", "query position (-1 = last token)", upper=sizes.context - 1, elem_id="query")
+        ui.last_word = gr.Textbox(value="dream", label="change the prompt's last word to", max_lines=1,
+                                  elem_id="last-word")
+        ui.inside_out = [plot("head-steps-plot"), plot("mask-plot"), plot("leak-plot")]
+        gr.Markdown(views.EXPLAIN["no_mask"])
+    with gr.Tab("Layer norm", id="layernorm") as ui.tab_layernorm:
+        intro(ui, "layernorm")
+        with gr.Row():
+            ui.norm_name = gr.Dropdown(["block0.ln1"], value="block0.ln1", label="LayerNorm", allow_custom_value=True)
+            ui.ln_position = slider("query", "token position", upper=sizes.context - 1)
+        ui.layernorm_out = [plot("ln-heat-plot"), plot("ln-curve-plot"), plot("ln-param-plot"), plot("ln-hist-plot")]
+    with gr.Tab("Residual stream", id="residual") as ui.tab_residual:
+        intro(ui, "residual")
+        ui.res_position = slider("query", "token position", upper=sizes.context - 1)
+        ui.residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
+    why_tab(ui)
+    features_tab(ui)
+
+
+def features_tab(ui):
+    with gr.Tab("Features", id="features") as ui.tab_features:
+        intro(ui, "features")
+        with gr.Row():
+            ui.feature = gr.Number(value=DEFAULTS["feature"], precision=0, label="feature (-1 = the prompt's strongest)",
+                                   elem_id="feature")
+            ui.feature_search = gr.Textbox(label="search features by a word or a token", max_lines=1,
+                                           elem_id="feature-search")
+        ui.features_out = [plot("features-prompt-plot"), gr.Markdown(elem_id="feature-about"),
+                           plot("feature-contexts-plot"), plot("feature-histogram-plot"), plot("feature-logits-plot"),
+                           gr.Markdown(elem_id="feature-list")]
+
+
+def why_tab(ui):
+    with gr.Tab("Why this token?", id="why") as ui.tab_why:
+        intro(ui, "why")
+        ui.why_token = gr.Dropdown([("the top prediction", "")], value="", allow_custom_value=True,
+                                   label="explain the next token (pick one, or type any single token)", elem_id="why-token")
+        ui.why_out = [gr.HTML(elem_id="why-summary", js_on_load=SCROLL_TO_PANEL), plot(explain.PANELS["components"]),
+                      plot(explain.PANELS["saliency"]), plot(explain.PANELS["lens"]), gr.HTML(elem_id="why-sources-panel")]
+        gr.Markdown("### Activation patching: where does what tells two prompts apart live?")
+        first = explain.PAIRS[0]
+        ui.pair = gr.Dropdown([p.name for p in explain.PAIRS], value=first.name, label="a prepared pair (or type your own)",
+                              elem_id="why-pair")
+        with gr.Row():
+            ui.clean = gr.Textbox(first.clean, label="clean prompt", max_lines=3, elem_id="why-clean")
+            ui.corrupted = gr.Textbox(first.corrupted, label="corrupted prompt (the same number of tokens)", max_lines=3,
+                                      elem_id="why-corrupted")
+        with gr.Row():
+            ui.clean_answer = gr.Textbox(first.clean_answer, label="clean answer (blank: its top token)", max_lines=1)
+            ui.corrupted_answer = gr.Textbox(first.corrupted_answer, label="corrupted answer (blank: its top token)",
+                                             max_lines=1)
+            ui.patch_button = gr.Button("Patch", variant="primary", elem_id="why-patch")
+        # shown once there is a result: two empty frames would look broken
+        ui.patching_out = [plot("why-patching-stream-plot", visible=False), plot("why-patching-heads-plot", visible=False)]
+
+
+def sample_tab(ui):
+    with gr.Tab("Sample", id="sample") as ui.tab_sample:
+        intro(ui, "sample")
+        with gr.Row():
+            ui.temperature = slider("temperature", "temperature (0 = greedy)", 0.05, elem_id="temperature")
+            ui.top_k = slider("top_k", "top-k (0 = off)", elem_id="top-k")
+            ui.top_p = slider("top_p", "top-p", 0.05, elem_id="top-p")
+        with gr.Row():
+            ui.max_new = slider("max_new", "max new tokens")
+            ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed")
+            ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
+            ui.stop = gr.Button("Stop", elem_id="stop")
+        with gr.Row():
+            ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
+                                         label="steer with feature # (-1 = off; numbers in the Features tab)")
+            ui.steer_alpha = slider("steer_alpha", "steering strength α (0 = off)", 0.5, elem_id="steer-alpha")
+        ui.bars = plot("bars-plot")
+        ui.generated = gr.HTML(elem_id="generated")
+        ui.generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
+        ui.kv_button = gr.Button("Measure the KV cache", size="sm", elem_id="kv-button")
+        ui.kv_text = gr.Markdown(elem_id="kv-result")
+
+
+def translate_tab(ui, sizes):
+    with gr.Tab("Translate", id="translate") as ui.tab_translate:
+        gr.Markdown(views.EXPLAIN["translate"])
+        with gr.Row():
+            ui.source = gr.Textbox(value=DEFAULTS["text"], label="English", lines=2, scale=4, elem_id="source")
+            with gr.Column(scale=1):
+                ui.beam = slider("beam", "beam width (1 = greedy)", elem_id="beam")
+                ui.translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
+        ui.source_examples = gr.Examples(**views.examples("text"), inputs=ui.source, label="Example sentences")
+        ui.spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", interactive=False, elem_id="spanish")
+        with gr.Row():
+            ui.attention_kind = gr.Radio(["cross", "encoder", "decoder"], value="cross", label="attention")
+            average_or = lambda n: ["average"] + [str(i) for i in range(n)]
+            ui.tr_layer = gr.Dropdown(average_or(sizes.translator_layers), value="average", label="layer")
+            ui.tr_head = gr.Dropdown(average_or(sizes.translator_heads), value="average", label="head")
+        ui.translate_out = [plot("cross-plot"), plot("candidates-plot"), plot("translation-saliency-plot")]
+
+
+def model_tabs(ui, sizes):
+    with gr.Tab("Experiments", id="experiments") as ui.tab_experiments:
+        gr.Markdown(views.EXPLAIN["experiments"])
+        with gr.Row():
+            ui.exp_variants = gr.CheckboxGroup(list(VARIANTS), value=["baseline", "learned_pe", "rope", "no_pe"],
+                                               label="variants")
+            ui.exp_x = gr.Radio(["tokens", "seconds"], value="tokens", label="curves against")
+        ui.experiments_out = [gr.Markdown(elem_id="exp-summary"), plot("exp-curves-plot"), plot("exp-final-plot"),
+                              plot("exp-extrapolation-plot"), plot("exp-no-mask-plot"), plot("no-mask-attn-plot"),
+                              gr.Markdown(elem_id="no-mask-sample")]
+    with gr.Tab("Model", id="model") as ui.tab_model:
+        gr.Markdown(views.EXPLAIN["model"])
+        ui.snapshot = slider("snapshot", "training snapshot (-1 = final model)", upper=sizes.snapshots - 1,
+                             elem_id="snapshot")
+        ui.x_axis = gr.Radio(["step", "tokens"], value="step", label="loss curve against")
+        ui.model_out = [plot("params-plot"), plot("memory-plot"), plot("loss-plot"), gr.Markdown(),
+                        plot("snapshot-plot")]
+        gr.Markdown("### Size calculator")
+        with gr.Row():
+            ui.preset = gr.Dropdown(["custom", views.LOADED_GPT, views.LOADED_TRANSLATOR] + list(PRESETS), value="gpt2",
+                                    label="preset (custom uses the fields)")
+            ui.calc = [gr.Number(value=v, label=n, precision=0, min_width=90) for n, v in
+                       [("layers", 12), ("heads", 12), ("d_model", 768), ("d_ff (0 = 4·d_model)", 0),
+                        ("vocab", 50257), ("context", 1024)]]
+        with gr.Row():
+            ui.calc += [gr.Dropdown(list(POSITIONAL_KINDS), value="learned", label="positional encoding"),
+                        gr.Dropdown(list(FEED_FORWARD_KINDS), value="gelu", label="feed-forward"),
+                        gr.Checkbox(value=True, label="head tied to the token embedding")]
+        ui.size_out = [gr.Markdown(elem_id="size-text"), plot("size-plot")]
