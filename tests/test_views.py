@@ -10,7 +10,9 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 import toyviz
 from toyviz.app import views
@@ -52,8 +54,144 @@ PLAIN = {
 }
 
 
+def values(trace_data) -> np.ndarray:
+    return np.asarray(trace_data, dtype=float)
+
+
+def plain_logits(gpt, prompt: str) -> torch.Tensor:
+    """The last position's logits from a plain forward (no trace, no explorer)."""
+    ids = torch.tensor([[gpt.bos, *gpt.tokenizer.encode(prompt)]])
+    with torch.no_grad():
+        return gpt.model(ids)[0][0, -1].float()
+
+
+# what each renderer's outputs show, worked out from the model itself: its weights, a plain forward,
+# a trace, or first principles (a few numbers per view, not every figure)
+def shows_tokens(ex, out):
+    _, pieces, norms = out
+    ids = [ex.gpt.bos, *ex.gpt.tokenizer.encode(PROMPT)]
+    assert f"{len(ids)} tokens" in title(pieces)
+    assert np.allclose(values(norms.data[0].y), ex.gpt.model.tok_emb.weight[ids].norm(dim=-1).detach(), atol=1e-5)
+
+
+def shows_positions(ex, out):
+    cfg = ex.gpt.config
+    assert cfg.positional == "rope" and "RoPE" in title(out[1])       # the shipped GPT turns q and k
+    d_head, T = cfg.d_model // cfg.n_head, len(ex.gpt.tokenizer.encode(PROMPT)) + 1
+    angles = torch.arange(T)[:, None] * 10000.0 ** (-torch.arange(0, d_head, 2) / d_head)   # RoFormer's θ_i
+    assert np.allclose(values(out[1].data[0].z), angles % (2 * math.pi), atol=1e-4)
+    cosine = values(out[3].data[0].z)
+    assert np.allclose(np.diag(cosine), 1, atol=1e-5)                 # every position is itself
+
+
+def shows_attention(ex, out):
+    _, grid, head, table, ablation = out
+    cfg, tr = ex.gpt.config, ex.gpt.trace(PROMPT)
+    assert f"{cfg.n_layer} layers × {cfg.n_head} heads" in title(grid)
+    assert "layer 1, head 2" in title(head) and head.layout.xaxis.title.text.startswith("key")
+    assert np.allclose(np.nan_to_num(values(head.data[0].z)), tr.attention[1, 2].float(), atol=1e-5)
+    assert len(table.splitlines()) == 2 + cfg.n_layer * cfg.n_head
+    on, off = ablation.data                    # p(next token) with every head on, and with head 1.2 zeroed
+    ablated = ex.gpt.model.blocks[1].attn     # from the model with that head's slice of W_O zeroed by hand
+    d_head = cfg.d_model // cfg.n_head
+    saved = ablated.o.weight.detach().clone()
+    try:
+        with torch.no_grad():
+            ablated.o.weight[:, 2 * d_head: 3 * d_head] = 0
+        without = torch.softmax(plain_logits(ex.gpt, PROMPT), -1)
+    finally:
+        with torch.no_grad():
+            ablated.o.weight.copy_(saved)
+    with_all = torch.softmax(plain_logits(ex.gpt, PROMPT), -1)
+    token = [int(label.rsplit("#", 1)[1].rstrip(")")) for label in on.y]          # "piece (#id)"
+    assert np.allclose(values(on.x), with_all[token], atol=1e-5)
+    assert np.allclose(values(off.x), without[token], atol=1e-5) and not np.allclose(values(off.x), values(on.x))
+
+
+def shows_inside(ex, out):
+    leak = out[3]
+    masked, unmasked = leak.data
+    assert masked.name == "with the causal mask" and np.all(values(masked.y) == 0)   # the mask: nothing leaks
+    assert values(unmasked.y).max() > 0
+
+
+def shows_layernorm(ex, out):
+    weight, bias = out[3].data
+    ln = ex.gpt.model.blocks[1].ln2
+    assert np.allclose(values(weight.y), ln.weight.detach().float(), atol=1e-3)
+    assert np.allclose(values(bias.y), ln.bias.detach().float(), atol=1e-3)
+    assert "block1.ln2" in title(out[4])
+
+
+def shows_residual(ex, out):
+    attribution = out[4]
+    logits = plain_logits(ex.gpt, PROMPT)
+    top = float(logits.max())                   # the bars split the top token's logit among the writes
+    assert values(attribution.data[0].y).sum() == pytest.approx(top, abs=1e-3)
+    assert f"the logit {top:.2f}" in title(attribution)
+
+
+def shows_why(ex, out):
+    p = torch.softmax(plain_logits(ex.gpt, PROMPT), -1).max()
+    assert f"{float(p):.1%}" in out[1]                                # the paragraph quotes the top probability
+
+
+def shows_features(ex, out):
+    _, prompt, text, *_, found = out
+    assert len(prompt.data[0].x) == len(ex.gpt.tokenizer.encode(PROMPT)) + 1
+    assert text.startswith("### Feature #") and "lord" in found.lower()
+
+
+def shows_patching(ex, out):
+    clean, corrupted, answer, other = PLAIN["patching"][1][:4]
+    logits = plain_logits(ex.gpt, clean)
+    metric = float(logits[ex.gpt.tokenizer.encode(" " + answer)[0]] - logits[ex.gpt.tokenizer.encode(" " + other)[0]])
+    assert f"clean {metric:+.2f}" in title(out[1])
+
+
+def shows_next_token(ex, out):
+    temperature, top_k, top_p = PLAIN["next_token"][1][1:4]
+    settings, plain = out[1].data
+    probs = torch.softmax(plain_logits(ex.gpt, PROMPT), -1)
+    assert np.allclose(values(plain.x), probs.topk(len(plain.x)).values, atol=1e-5)
+    # sampling's candidates from first principles: the top-k, then the fewest whose mass reaches top-p
+    tempered = torch.softmax(plain_logits(ex.gpt, PROMPT) / temperature, -1).topk(top_k).values
+    kept = int((tempered.cumsum(0) / tempered.sum() < top_p).sum()) + 1
+    assert f"→ {kept} candidates" in title(out[1]) and int((values(settings.x) > 0).sum()) == kept
+    assert values(settings.x).sum() == pytest.approx(1, abs=1e-4)
+
+
+def shows_translation(ex, out):
+    sentence, beam = PLAIN["translate"][1][:2]
+    done = ex.translator.translate(sentence, beam)
+    assert out[1] == done.text
+    assert np.allclose(np.nan_to_num(values(out[2].data[0].z)), done.trace.cross_attention[1, 2].float(), atol=1e-5)
+
+
+def shows_model(ex, out):
+    bars = out[0]
+    total = sum(p.numel() for p in ex.gpt.model.parameters())        # tied weights counted once
+    assert values(bars.data[0].y).sum() == total and f"{total:,} in total" in title(bars)
+
+
+def shows_experiments(ex, out):
+    assert {d.name for d in out[1].data} >= {"baseline", "rope"} and "baseline" in out[0]
+
+
+def shows_size(ex, out):
+    V, T, d, L = 50257, 1024, 768, 12                                 # GPT-2 small
+    total = V * d + T * d + L * (12 * d * d + 13 * d) + 2 * d         # embeddings, blocks, final norm; tied head
+    assert f"**{total:,} parameters**" in out[0] and values(out[1].data[0].y).sum() == total
+
+
+SHOWS = {"tokens": shows_tokens, "positions": shows_positions, "attention": shows_attention, "inside": shows_inside,
+         "layernorm": shows_layernorm, "residual": shows_residual, "why": shows_why, "features": shows_features,
+         "patching": shows_patching, "next_token": shows_next_token, "translate": shows_translation,
+         "model": shows_model, "experiments": shows_experiments, "size": shows_size}
+
+
 @pytest.mark.parametrize("name", list(PLAIN))
-def test_every_renderer_answers_a_plain_input(shipped, name):
+def test_every_renderer_shows_what_the_model_computes(shipped, name):
     view, args, spec = PLAIN[name]
     out = view(shipped, *args)
     assert len(out) == len(spec)
@@ -62,6 +200,7 @@ def test_every_renderer_answers_a_plain_input(shipped, name):
             assert isinstance(value, str)
         else:
             assert (value.data or value.layout.annotations) and title(value), f"{name}: an empty figure"
+    SHOWS[name](shipped, out)
 
 
 def test_what_the_renderers_say(shipped):
