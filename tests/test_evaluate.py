@@ -93,3 +93,90 @@ def test_the_training_sample_is_fixed_and_scores_a_perfect_translator_100(monkey
     wrong = SimpleNamespace(translate_text=lambda text, beam: "nada")
     low = training_sample_facts(wrong, pairs)
     assert low["train_sample_beam4_chrf"] < 10 and not any(low["known_verses_exact"].values())
+
+
+# ---------------------------------------------------------------- the command, end to end ----
+
+HELD_OUT = ("Now is the winter of our discontent made glorious summer by this sun of York; and all the clouds "
+            "that loured upon our house in the deep bosom of the ocean buried. ") * 4
+
+
+@pytest.fixture
+def gpt_folder(tmp_path, gpt_tokenizer):
+    """A tiny random GPT saved as a checkpoint, its context long enough for the probe set's repeats
+    (BOS + 2 × 50 random tokens)."""
+    from toyviz.models.checkpoint import save_folder
+    from toyviz.models.gpt import ToyGPT
+    from conftest import tiny_gpt_config
+
+    torch.manual_seed(0)
+    model = ToyGPT(tiny_gpt_config(gpt_tokenizer.vocab_size, context=128)).eval()
+    save_folder(model, {"tokenizer": gpt_tokenizer}, tmp_path / "gpt", dtype=torch.float32)
+    return tmp_path / "gpt"
+
+
+def test_evaluate_main_scores_a_gpt_on_its_held_out_plays(gpt_folder, monkeypatch, capsys):
+    """`python -m toyviz.evaluate gpt --checkpoint DIR` on in-memory plays (no download): its bits per
+    character are the plain forward's loss on the held-out plays, recomputed here window by window."""
+    import json as json_
+    from toyviz.training import evaluate
+    from toyviz.training.data import shakespeare
+    from conftest import ENGLISH
+
+    monkeypatch.setattr(shakespeare, "load_works", lambda fetch=True: {
+        "hamlet": HELD_OUT, "tempest": ENGLISH, "twelfth_night": HELD_OUT[:150]})
+    result = evaluate.main(["gpt", "--checkpoint", str(gpt_folder), "--device", "cpu"])
+    assert json_.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json_.loads(json_.dumps(result))
+
+    gpt = toyviz.load(str(gpt_folder), device="cpu")
+    text = shakespeare.split(shakespeare.load_works())[1]              # Hamlet, a blank line, Twelfth Night
+    ids = gpt.tokenizer.encode(text)
+    context, nats = gpt.config.context, 0.0
+    for start in range(0, len(ids), context):                          # each window read after a BOS
+        y = torch.tensor(ids[start: start + context])
+        x = torch.tensor([gpt.bos, *ids[start: start + len(y) - 1]])
+        with torch.no_grad():
+            nats += float(torch.nn.functional.cross_entropy(gpt.model(x[None])[0][0], y, reduction="sum"))
+    assert result["val_tokens"] == len(ids) > context and result["val_chars"] == len(text)
+    assert result["val_bits_per_char"] == pytest.approx(nats / len(text) / math.log(2), rel=1e-5)
+    assert result["params"] == sum(p.numel() for p in gpt.model.parameters())
+    assert set(result["files"]) == {f.name for f in gpt_folder.iterdir()}
+    assert 0 <= result["induction_score_max"] <= 1 and result["in_context_drop"] > 0
+
+
+def test_evaluate_main_scores_a_translator_on_its_test_books(tiny_checkpoints, tiny_translator, monkeypatch):
+    """`python -m toyviz.evaluate translator --checkpoint DIR` on in-memory verses: only the test books
+    are scored, with the greedy translations the translator gives here and sacreBLEU's own scores, and
+    the held-out loss is the teacher-forced loss recomputed verse by verse."""
+    import sacrebleu
+    from toyviz.training import evaluate
+    from toyviz.training.data import bible
+    from toyviz.training.data.bible import TEST_BOOKS, VersePair
+
+    verses = [("Gen", "In the beginning God created the heavens and the earth.",
+               "En el principio crió Dios los cielos y la tierra."),
+              (TEST_BOOKS[0], "And the earth was formless and empty.", "Y la tierra estaba desordenada y vacía."),
+              ("Gen", "The earth was formless.", "La tierra estaba desordenada."),
+              (TEST_BOOKS[1], "God created the earth.", "Dios crió la tierra.")]
+    pairs = [VersePair(f"{book}.1.{i}", book, en, es) for i, (book, en, es) in enumerate(verses, 1)]
+    monkeypatch.setattr(bible, "load_pairs", lambda source="web": pairs)
+    result = evaluate.main(["translator", "--checkpoint", str(tiny_checkpoints["translator"]), "--device", "cpu",
+                            "--beams", "1"])
+
+    test = [p for p in pairs if p.book in TEST_BOOKS]
+    hyps = [tiny_translator.translate(p.en, 1).text for p in test]
+    assert result["test_pairs"] == 2 and [e["hyp"] for e in result["greedy_examples"]] == hyps
+    assert result["greedy_chrf"] == round(sacrebleu.corpus_chrf(hyps, [[p.es for p in test]]).score, 2)
+    assert result["greedy_bleu"] == round(sacrebleu.corpus_bleu(hyps, [[p.es for p in test]]).score, 2)
+    src_tok, tgt_tok, model = tiny_translator.src_tok, tiny_translator.tgt_tok, tiny_translator.model
+    nats, count = 0.0, 0
+    for p in test:                                                     # EOS ends the source; BOS starts the target
+        src = torch.tensor([src_tok.encode(p.en) + [src_tok.special("<|eos|>")]])
+        target = tgt_tok.encode(p.es) + [tgt_tok.special("<|eos|>")]
+        decoder_in = torch.tensor([[tgt_tok.special("<|bos|>")] + target[:-1]])
+        with torch.no_grad():
+            logits = model(src.to(tiny_translator.device), decoder_in.to(tiny_translator.device))[0].cpu()
+        nats += float(torch.nn.functional.cross_entropy(logits.float(), torch.tensor(target), reduction="sum"))
+        count += len(target)
+    assert result["heldout_loss"] == pytest.approx(nats / count, abs=1e-4)
+    assert result["train_sample_verses"] == 2 and set(result["known_verses_exact"]) == {"Gen.1.1", "Gen.1.3"}
