@@ -25,7 +25,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr
 
 import toyviz
-from toyviz.app import layout, links, views
+from toyviz.app import browser_model, layout, links, views
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
@@ -51,6 +51,8 @@ def build(explorer: Explorer) -> gr.Blocks:
         with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs", overflow_behavior="wrap") as ui.tabs:
             layout.prompt_tabs(ui, sizes)       # Tokens … Residual stream, Why this token?, Features
             layout.sample_tab(ui)
+            with ui.tab_sample:                 # the GPT in the student's browser (issue #31)
+                ui.browser_model = browser_model.panel()
             layout.translate_tab(ui, sizes)
             layout.model_tabs(ui, sizes)        # Experiments, Model
         ui.registry = registry(ui, bind)
