@@ -45,17 +45,19 @@ def missing(folder: Path = CHECKPOINTS / "gpt") -> str | None:
 
 
 def serve(folder: Path = CHECKPOINTS / "gpt") -> None:
-    """Let Gradio's file route send the files the panel fetches (call before the app launches)."""
+    """Let Gradio's file route send the files the panel fetches."""
     gr.set_static_paths([DIST, folder / "web", folder / "model.safetensors", folder / "tokenizer.tiktoken"])
 
 
 def panel(folder: Path = CHECKPOINTS / "gpt") -> gr.HTML:
-    """The in-browser panel; without a built script or exported graphs, one quiet line and the server's controls."""
+    """The in-browser panel (its files served from now on); without a built script or exported graphs,
+    one quiet line saying so, and the server's controls."""
     why = missing(folder)
     if why is not None:
         fallback = {"backend": "server", "reason": why, "modelHash": None}
         js = (f"window.toyviz = Object.assign({json.dumps(fallback)}, {{ready: Promise.resolve('server')}});"
               f"element.querySelector('.tv-backend').textContent = 'Running on the server: ' + window.toyviz.reason;")
         return gr.HTML('<div class="tv-backend"></div>', js_on_load=js, elem_id="browser-model")
+    serve(folder)
     return gr.HTML("", head=f'<script src="{url(SCRIPT)}"></script>', elem_id="browser-model",
                    js_on_load=f"window.toyvizMount(element, {json.dumps(config(folder))});")

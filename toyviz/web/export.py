@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxscript
 import torch
 from onnx import TensorProto, helper
 
@@ -107,6 +108,10 @@ def point_weights_at_checkpoint(proto: onnx.ModelProto, checkpoint: Path, prefix
     graph.node.extend(nodes)
 
 
+def reads_weight(node) -> bool:
+    return any(value is not None and value.is_initializer() and value.name.startswith("gpt.") for value in node.inputs)
+
+
 def export(gpt, checkpoint: Path, out: Path) -> dict[str, Path]:
     """Write prefill.onnx and step.onnx for `gpt` (a ToyGPT loaded from `checkpoint`) into `out`."""
     c = gpt.config
@@ -126,6 +131,9 @@ def export(gpt, checkpoint: Path, out: Path) -> dict[str, Path]:
     for name, (module, args, shapes, inputs, outputs) in specs.items():
         program = torch.onnx.export(module, args, dynamo=True, dynamic_shapes=shapes, input_names=inputs,
                                     output_names=outputs, optimize=False, verbose=False)
+        # drop the exporter's hundreds of small shape ops, but fold nothing a weight flows into: folded, a
+        # transposed weight would become a new tensor that is not the checkpoint's
+        onnxscript.optimizer.optimize_ir(program.model, should_fold=lambda node: False if reads_weight(node) else None)
         proto = program.model_proto
         point_weights_at_checkpoint(proto, checkpoint)
         for node in proto.graph.node:      # the exporter's stack traces: 95 % of the file, and this machine's paths

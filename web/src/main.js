@@ -41,6 +41,7 @@ window.toyvizMount = async function mount(element, config) {
     panel.say(`Running on the server: the model could not load in this browser (${toyviz.reason}). Use the controls below.`);
     console.warn("toyviz: server fallback:", error);
   }
+  toyviz.readyAt = performance.now();        // ms since the page's navigation began
   settle(toyviz.backend);
   return toyviz.ready;
 };

@@ -32,8 +32,10 @@ export class Model {
     // a secure context (https, localhost) has the Cache API and crypto.subtle; plain http on a LAN has neither
     const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.sha256.slice(0, 16)}`) : null;
     const get = (url, gzipped) => fetchBytes(url, { gzipped, cache });
+    performance.mark("toyviz-fetch");
     const [prefill, step, weights, wasm] = await Promise.all([
       get(config.files.prefill), get(config.files.step), get(config.files.weights), get(config.files.wasm, true)]);
+    performance.mark("toyviz-hash");
     let checked = "not checked (no crypto.subtle outside https/localhost)";
     if (globalThis.crypto?.subtle) {
       const digest = await sha256(weights.bytes);
@@ -43,12 +45,15 @@ export class Model {
       }
       checked = "checked";
     }
+    performance.mark("toyviz-sessions");
     ort.env.wasm.wasmBinary = wasm.bytes;
     ort.env.wasm.numThreads = 1;
     ort.env.logLevel = "error";              // a Gradio page is not cross-origin isolated: no shared memory
     const options = { executionProviders: ["wasm"], externalData: [{ path: "model.safetensors", data: weights.bytes }] };
-    const sessions = [await ort.InferenceSession.create(prefill.bytes, options),
-                      await ort.InferenceSession.create(step.bytes, options)];
+    const sessions = [await ort.InferenceSession.create(prefill.bytes, options)];
+    performance.mark("toyviz-prefill");
+    sessions.push(await ort.InferenceSession.create(step.bytes, options));
+    performance.mark("toyviz-step");
     return new Model(config, ...sessions, { checked, fromCache: weights.fromCache && wasm.fromCache });
   }
 

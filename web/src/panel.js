@@ -94,6 +94,11 @@ export class Panel {
     this.drawBars();
   }
 
+  drawBarsNextFrame() {
+    if (this.barsPending) return;
+    this.barsPending = requestAnimationFrame(() => { this.barsPending = null; this.drawBars(); });
+  }
+
   drawBars() {
     if (!this.logits) return;
     const probs = nextTokenProbs(this.logits, ...this.settings());
@@ -139,8 +144,8 @@ export class Panel {
       const id = draw(probs, uniform);
       seq.push(id); made++;
       text.appendData(decoder.decode(this.tokenizer.tokenBytes(id), { stream: true }));
-      this.drawBars();
-      await new Promise((resolve) => setTimeout(resolve, 0));   // let Stop's click and the paint in
+      this.drawBarsNextFrame();
+      await yieldToPage();          // Stop's click and the paint get in between two tokens
     }
     const seconds = (performance.now() - started) / 1000;
     this.running = false; this.go.disabled = false; this.stop.disabled = true;
@@ -148,5 +153,11 @@ export class Panel {
     return this.lastRun;
   }
 }
+
+// a macrotask without setTimeout's 4 ms clamp on nested timers
+const channel = new MessageChannel();
+const waiting = [];
+channel.port1.onmessage = () => waiting.shift()();
+const yieldToPage = () => new Promise((resolve) => { waiting.push(resolve); channel.port2.postMessage(null); });
 
 const escape = (s) => s.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);

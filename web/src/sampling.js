@@ -57,6 +57,15 @@ export function draw(probs, uniform) {
   return last;                                       // rounding left u a hair above 0
 }
 
+// the n most likely ids, most likely first: one pass over V with a short sorted list (a live
+// generation asks for this at every token)
 export function top(probs, n = 10) {
-  return Array.from(probs.keys()).sort((a, b) => probs[b] - probs[a]).slice(0, n).filter((i) => probs[i] > 0);
+  const best = [];
+  for (let i = 0; i < probs.length; i++) {
+    if (probs[i] <= 0 || (best.length === n && probs[i] <= probs[best[n - 1]])) continue;
+    let at = best.length === n ? n - 1 : best.length;
+    while (at > 0 && probs[best[at - 1]] < probs[i]) { best[at] = best[at - 1]; at--; }
+    best[at] = i;
+  }
+  return best;
 }

@@ -1,0 +1,118 @@
+"""The GPT in the student's browser (issue #31): figures measured in Debian's Chromium, printed as one
+JSON line (a benchmark: nothing here asserts).
+
+    python -m benchmarks.browser [--quick] [--url URL]
+
+- first_visit_bytes: everything the page transferred until window.toyviz was ready, in a fresh profile
+  (Gradio's page and the model: onnxruntime's wasm gzipped, the graphs, model.safetensors, the tokenizer);
+  first_visit_ready_s / second_visit_ready_s: navigation → ready, the second from the browser's Cache API
+- slider_to_bars_ms: median, a temperature change → the bars redrawn and the frame painted
+- keystroke_to_forward_ms: median, a character typed (T ≤ 64) → tokenized, forward pass, heatmap and bars painted
+- tokens_per_s_cpu_2x: live generation of 128 tokens (temperature 1) with the page's CPU slowed 2×
+  (CDP Emulation.setCPUThrottlingRate), each token shown as it comes
+- stop_ms: Stop pressed during a long generation → the generation loop ended
+- queue_requests: requests to the server's queue or API while the sliders moved and tokens were generated
+- js_heap_mb: the page's JavaScript heap at the end (CDP Performance.getMetrics; wasm memory not included)
+Targets (2-core CPU): slider ≤ 30 ms, keystroke ≤ 100 ms, ≥ 30 tokens/s at 2× slowdown, Stop ≤ 100 ms,
+0 queue requests, first visit ≤ 15 MB, second visit ready ≤ 1.5 s.
+"""
+import argparse
+import json
+import os
+import statistics
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+from benchmarks import stream
+
+SLIDER = """async value => {
+  const slider = document.querySelector('#tv-temperature'), t0 = performance.now();
+  slider.value = value; slider.dispatchEvent(new Event('input', {bubbles: true}));
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));      // the frame with the new bars
+  return performance.now() - t0;
+}"""
+KEYSTROKE = """async text => {
+  const panel = window.toyviz.panel, before = panel.shown, t0 = performance.now();
+  panel.prompt.value = text; panel.prompt.dispatchEvent(new Event('input', {bubbles: true}));
+  while (panel.shown === before) await new Promise(r => requestAnimationFrame(r));
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  return [performance.now() - t0, panel.shown.T];
+}"""
+GENERATE = """async ([tokens, stopAfter]) => {
+  const panel = window.toyviz.panel;
+  panel.tokens.value = tokens; panel.lastRun = null;
+  panel.go.click();
+  let stopped = null;
+  while (panel.lastRun === null) {
+    await new Promise(r => setTimeout(r, 1));
+    if (stopAfter && stopped === null && panel.output.textContent.length > stopAfter) {
+      stopped = performance.now(); panel.stop.click();
+    }
+  }
+  return {...panel.lastRun, stopMs: stopped === null ? null : performance.now() - stopped};
+}"""
+
+
+def start_app():
+    import app
+    from toyviz.app.explorer import Explorer
+    demo = app.build(Explorer.load("gpt", "translator", "cpu"))
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.launch_options())
+    return demo, url
+
+
+def visit(context, url):
+    """Open the Sample tab and wait for window.toyviz; → (page, bytes transferred, ready seconds, cdp session)."""
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    received = []
+    cdp.on("Network.loadingFinished", lambda event: received.append(event["encodedDataLength"]))
+    page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded", timeout=120_000)
+    page.wait_for_function("window.toyviz !== undefined && window.toyviz.mounted", timeout=120_000)
+    backend = page.evaluate("window.toyviz.ready")
+    if backend != "browser":
+        raise SystemExit(f"the page fell back to the server: {page.evaluate('window.toyviz.reason')}")
+    return page, sum(received), page.evaluate("window.toyviz.readyAt") / 1000, cdp
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--url", help="a running app (default: start one here)")
+    args = parser.parse_args(argv)
+    demo, url = (None, args.url) if args.url else start_app()
+    repeats = 5 if args.quick else 20
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = stream.launch(p)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page, first_bytes, first_s, _ = visit(context, url)
+        page.close()
+        page, _, second_s, cdp = visit(context, url)           # same profile: the Cache API has the model
+        queue = []
+        page.on("request", lambda r: queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
+        slider = [page.evaluate(SLIDER, 0.5 + (i % 10) / 10) for i in range(repeats)]
+        text = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer the slings"
+        keys = [page.evaluate(KEYSTROKE, text[: 20 + i * (len(text) - 20) // repeats]) for i in range(repeats)]
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 2})
+        run = page.evaluate(GENERATE, [64 if args.quick else 128, 0])
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+        stop = page.evaluate(GENERATE, [2000, 120])
+        cdp.send("Performance.enable")
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        browser.close()
+    if demo is not None:
+        demo.close()
+    print(json.dumps({
+        "first_visit_bytes": first_bytes, "first_visit_ready_s": round(first_s, 2), "second_visit_ready_s": round(second_s, 2),
+        "slider_to_bars_ms": round(statistics.median(slider), 1),
+        "keystroke_to_forward_ms": round(statistics.median(ms for ms, _ in keys), 1), "keystroke_T": max(T for _, T in keys),
+        "tokens_per_s_cpu_2x": round(len(run["tokens"]) / run["seconds"], 1),
+        "stop_ms": round(stop["stopMs"], 1), "queue_requests": len(queue),
+        "js_heap_mb": round(metrics["JSHeapUsedSize"] / 1e6, 1), "quick": args.quick}))
+
+
+if __name__ == "__main__":
+    main()

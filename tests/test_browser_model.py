@@ -1,0 +1,195 @@
+"""The GPT in the student's browser (issue #31), checked in Debian's Chromium against the Python model.
+
+Needs the page's build (cd web && npm ci && npm run build) and the exported graphs (python -m
+toyviz.web); skipped without Chromium. The tokenizer is compared on > 30,000 tokens of mixed text,
+the forward pass on prompts up to the full context, greedy generation token for token; the panel's
+sliders and generation must send no request to the server's queue; and a browser that cannot fetch
+the weights must fall back to the server and say why.
+"""
+import os
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
+
+import base64
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import stream
+from toyviz.app import browser_model
+from toyviz.app.explorer import Explorer
+from toyviz.models.checkpoint import CHECKPOINTS
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(stream.CHROMIUM).exists(), reason=f"Debian's chromium is not at {stream.CHROMIUM}"),
+    pytest.mark.skipif(not (CHECKPOINTS / "gpt" / "config.json").is_file(), reason="checkpoints/gpt is missing"),
+    pytest.mark.skipif(browser_model.missing() is not None, reason=str(browser_model.missing())),
+]
+WAIT = 60_000
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return Explorer.load("gpt", "translator", "cpu")
+
+
+@pytest.fixture(scope="module")
+def url(explorer):
+    import app
+    demo = app.build(explorer)
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.launch_options())
+    yield address
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = stream.launch(p)
+        yield b
+        b.close()
+
+
+def open_page(browser, url, block_weights=False):
+    """The Sample tab once window.toyviz is ready; `queue`: the queue requests the page sent after that."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})   # a new context: an empty Cache API
+    page.set_default_timeout(WAIT)
+    if block_weights:
+        page.route("**/model.safetensors", lambda route: route.abort())
+    page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
+    page.wait_for_function("window.toyviz !== undefined && window.toyviz.mounted")
+    page.evaluate("window.toyviz.ready")
+    page.queue = []
+    page.on("request", lambda r: page.queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
+    return page
+
+
+@pytest.fixture(scope="module")
+def page(browser, url):
+    page = open_page(browser, url)
+    assert page.evaluate("window.toyviz.backend") == "browser", page.evaluate("window.toyviz.reason")
+    yield page
+    page.close()
+
+
+def mixed_texts(seed=0):
+    """Text a class might type: this repository's prose and code, plus everything that trips a BPE port."""
+    prose = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in sorted((ROOT / "toyviz").rglob("*.py")))
+    tricky = ["DON'T", "I'LL", "WE'VE", "THEY'RE", "IT'S", "I'M", "HE'D", "Don'T", "'S", "'ſ", "'ll", "O'Neil's",
+              "\r\n", "\r\n\r\n", "\r", "\n\n\n", "\t", "   ", "\u00a0", "\u0085", "\ufeff", "\u2028", "\u3000",
+              "café", "naïve", "Ångström", "Zürich", "e\u0301", "ﬁ", "Ελληνικά", "русский", "日本語", "العربية",
+              "हिन्दी", "한국어", "👍", "👨‍👩‍👧", "🇫🇷", "🙂🙃", "∑x²", "½", "١٢٣", "12345678", "3.14159", "<|endoftext|>",
+              "<|endoftext", "...", "?!", "—", "“quoted”", "$100", "#tag", "a\u200db"]
+    rng = random.Random(seed)
+    words = prose.split(" ")
+    texts = []
+    for _ in range(700):
+        parts = [rng.choice(tricky) if rng.random() < 0.3 else rng.choice(words) for _ in range(rng.randint(1, 40))]
+        texts.append("".join(p + rng.choice([" ", "", " ", "\n", "\r\n", "  "]) for p in parts))
+    texts += [prose[i: i + 600] for i in range(0, len(prose), 600)]
+    return [t for t in texts if t.strip()]
+
+
+def test_tokenize_equals_the_python_tokenizer(page, explorer):
+    gpt = explorer.gpt
+    texts = mixed_texts()
+    expected = [gpt.encode(t)[0] for t in texts]
+    got = page.evaluate("texts => texts.map(t => window.toyviz.tokenize(t))", texts)
+    wrong = [(t, e, g) for t, e, g in zip(texts, expected, got) if e != g]
+    assert not wrong, f"{len(wrong)} of {len(texts)} texts differ, first: {wrong[0]}"
+    assert sum(map(len, expected)) >= 30_000
+    assert any("<|endoftext|>" in t for t in texts) and any("\r\n" in t for t in texts)
+
+
+FORWARD = """async ids => {
+  const out = await window.toyviz.forward(ids);
+  const b64 = a => btoa(Array.from(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), c => String.fromCharCode(c)).join(""));
+  return {logits: b64(out.logits), attention: b64(out.attention), T: out.T, V: out.V, L: out.L, H: out.H};
+}"""
+
+
+def floats(b64: str, shape) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(b64), dtype=np.float32).reshape(shape)
+
+
+def test_forward_equals_the_python_trace(page, explorer):
+    gpt = explorer.gpt
+    c = gpt.config
+    rng = np.random.default_rng(1)
+    for ids in ([gpt.bos], gpt.encode("ROMEO:\nBut soft, what light through yonder window breaks?")[0],
+                rng.integers(0, c.vocab_size, c.context).tolist()):
+        out = page.evaluate(FORWARD, ids)
+        T = len(ids)
+        assert (out["T"], out["V"], out["L"], out["H"]) == (T, c.vocab_size, c.n_layer, c.n_head)
+        trace = gpt.model.trace(ids)
+        assert np.abs(floats(out["logits"], (T, c.vocab_size)) - trace.logits.numpy()).max() <= 1e-4
+        assert np.abs(floats(out["attention"], (c.n_layer, c.n_head, T, T)) - trace.attention.numpy()).max() <= 1e-5
+
+
+def set_value(page, selector, value):
+    page.locator(selector).fill(str(value))          # fires input and change, as a drag or typing would
+
+
+def generate(page, prompt, tokens, temperature, seed=0):
+    page.locator(".tv-prompt").fill(prompt)
+    set_value(page, "#tv-temperature", temperature)
+    set_value(page, "#tv-tokens", tokens)
+    set_value(page, "#tv-seed", seed)
+    page.evaluate("window.toyviz.panel.lastRun = null")
+    page.locator("#tv-generate").click()
+    page.wait_for_function("window.toyviz.panel.lastRun !== null")
+    return page.evaluate("window.toyviz.panel.lastRun")
+
+
+def test_generation_in_the_browser_is_python_greedy_and_seeded_and_sends_nothing(page, explorer):
+    prompt = "To be, or not to be"
+    greedy = generate(page, prompt, 64, 0)
+    assert greedy["tokens"] == [s.token for s in explorer.gpt.generate(prompt, 64, temperature=0)]
+    first, again = generate(page, prompt, 40, 1.2, seed=7), generate(page, prompt, 40, 1.2, seed=7)
+    assert first["tokens"] == again["tokens"] and len(first["tokens"]) == 40
+    assert generate(page, prompt, 40, 1.2, seed=8)["tokens"] != first["tokens"]
+    assert page.queue == []
+
+
+def test_sliders_redraw_the_bars_without_the_server(page):
+    page.locator(".tv-prompt").fill("First Citizen:\nBefore we proceed")
+    page.wait_for_function("document.querySelectorAll('.tv-bar').length > 0")
+    bars = lambda: page.locator(".tv-bars").inner_text()
+    before = bars()
+    set_value(page, "#tv-temperature", 0.3)
+    assert bars() != before
+    set_value(page, "#tv-top-k", 3)
+    assert page.locator(".tv-bar").count() == 3
+    set_value(page, "#tv-top-k", 0)
+    set_value(page, "#tv-top-p", 0.05)
+    assert page.locator(".tv-bar").count() >= 1
+    set_value(page, "#tv-top-p", 1)
+    assert page.queue == []
+
+
+def test_stop_ends_a_generation(page):
+    page.locator(".tv-prompt").fill("KING:")
+    set_value(page, "#tv-tokens", 2000)
+    page.evaluate("window.toyviz.panel.lastRun = null")
+    page.locator("#tv-generate").click()
+    page.wait_for_function("document.querySelector('.tv-output b').textContent.length > 20")
+    page.locator("#tv-stop").click()
+    page.wait_for_function("window.toyviz.panel.lastRun !== null")
+    run = page.evaluate("window.toyviz.panel.lastRun")
+    assert run["stopped"] and len(run["tokens"]) < 2000
+
+
+def test_a_browser_that_cannot_fetch_the_weights_uses_the_server_and_says_why(browser, url):
+    page = open_page(browser, url, block_weights=True)
+    assert page.evaluate("window.toyviz.backend") == "server"
+    note = page.locator("#browser-model .tv-backend").inner_text()
+    assert "server" in note and "model.safetensors" in note
+    assert page.locator(".tv-browser").is_hidden()
+    assert page.locator("#generate").is_visible()        # the server's controls are still there
+    page.close()
