@@ -12,7 +12,7 @@ import torch
 
 from toyviz.interpret import explain as E
 from toyviz.interpret.explain import activation_patching as AP
-from toyviz.interpret.explain import forward as F
+from toyviz.models.hooks import replace
 from toyviz.api import GPT, PromptError
 from toyviz.models.gpt import ToyGPT
 
@@ -74,15 +74,16 @@ def model_logits(gpt, ids):
         return gpt.model(torch.tensor([ids], device=gpt.device))[0][0]
 
 
-# ------------------------------------------------------------------ the composed forward ----
+# ------------------------------------------------------------------ the forward with hooks ----
 
-def test_the_composed_forward_is_the_models(any_gpt):
+def test_the_explainers_forward_is_the_models(any_gpt):
     gpt = any_gpt
     ids = E.encode(gpt, TEXT)
     ref = model_logits(gpt, ids)
-    assert torch.equal(E.run(gpt, ids), ref)                             # the model's own blocks
-    cache = AP._cache(gpt, ids)                                            # every block composed here
-    torch.testing.assert_close(F.final_logits(gpt.model, cache["final"])[0], ref, rtol=1e-5, atol=1e-5)
+    assert torch.equal(E.run(gpt, ids), ref)                             # no hooks: the plain pass, bit for bit
+    cache = AP._cache(gpt, ids)                                          # hooks that only read change nothing
+    assert torch.equal(E.run(gpt, ids, {"final": lambda t: t.clone()}), ref)
+    torch.testing.assert_close(gpt.model.head(gpt.model.ln_f(cache["final"]))[0], ref, rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------------ 1. components ----
@@ -111,8 +112,8 @@ def test_ablation_effects_equal_separate_traced_runs(sharp):
                 trace = gpt.trace(TEXT, ablate=[(layer, head)], ablation=kind)
             else:
                 module = gpt.model.drop if label == "embed" else gpt.model.blocks[int(label.split(".")[1])].mlp
-                replace = F.replace(None, kind)
-                handle = module.register_forward_hook(lambda m, args, out: replace(out))
+                edit = replace("x", kind)["x"]
+                handle = module.register_forward_hook(lambda m, args, out: edit(out))
                 try:
                     trace = gpt.trace(TEXT)
                 finally:

@@ -15,6 +15,7 @@ from toyviz.interpret.train_dictionary import (MAX_FILE_BYTES, collect, describe
                              train)
 from toyviz.app.figures import features as figures
 from toyviz.interpret.sae import SAEConfig, SparseAutoencoder
+from toyviz.models.hooks import steering
 
 from conftest import ENGLISH
 
@@ -51,7 +52,7 @@ def windows(gpt, n=8):
     return x[:n], y[:n]
 
 
-@pytest.fixture(scope="module", params=["resid.0", "mlp.1.hidden"])
+@pytest.fixture(scope="module", params=["resid_post.0", "mlp.1.hidden"])
 def tiny_features(request, tiny_gpt, tmp_path_factory):
     """A tiny dictionary of the tiny GPT, trained for a few steps, saved and loaded back."""
     site = sites.parse(request.param, tiny_gpt.config)
@@ -99,7 +100,7 @@ def test_removing_the_parallel_gradient_leaves_a_tangent_step():
     assert (sae.W_dec.grad * sae.W_dec).sum(-1).abs().max() < 1e-5
 
 
-@pytest.mark.parametrize("site_name", ["resid.0", "resid.1", "mlp.0.hidden", "mlp.1.hidden"])
+@pytest.mark.parametrize("site_name", ["resid_post.0", "resid_post.1", "mlp.0.hidden", "mlp.1.hidden"])
 def test_an_identity_dictionary_spliced_in_gives_the_models_own_logits(tiny_gpt, site_name):
     site = sites.parse(site_name, tiny_gpt.config)
     sae = identity_dictionary(site.width(tiny_gpt.config), site_name).to(tiny_gpt.device)
@@ -118,13 +119,13 @@ def test_sites_read_what_a_trace_records(tiny_gpt):
     ids = tiny_gpt.encode("To be, or not to be, that is the question")[0]
     trace = tiny_gpt.trace("To be, or not to be, that is the question")
     idx = torch.tensor([ids], device=tiny_gpt.device)
-    resid = sites.read(tiny_gpt.model, idx, sites.parse("resid.0", tiny_gpt.config))[0]
+    resid = sites.read(tiny_gpt.model, idx, sites.parse("resid_post.0", tiny_gpt.config))[0]
     assert torch.allclose(resid, trace.layernorms["block1.ln1"]["input"], atol=1e-6)
     hidden = sites.read(tiny_gpt.model, idx, sites.parse("mlp.1.hidden", tiny_gpt.config))[0]
     block = tiny_gpt.model.blocks[1]
     assert torch.allclose(hidden, block.mlp.hidden(trace.layernorms["block1.ln2"]["output"]), atol=1e-6)
     with pytest.raises(ValueError, match="no layer 2"):
-        sites.parse("resid.2", tiny_gpt.config)
+        sites.parse("resid_post.2", tiny_gpt.config)
     with pytest.raises(ValueError, match="a site is"):
         sites.parse("mlp.1", tiny_gpt.config)
 
@@ -149,7 +150,7 @@ def test_steering_adds_the_direction_at_the_site(tiny_features, tiny_gpt):
     x = windows(tiny_gpt, 2)[0].to(tiny_gpt.device)
     at_site = sites.splice(tiny_gpt.model, x, features.site, lambda a: a + alpha * direction)
     with torch.no_grad():
-        steered = tiny_gpt.model(x, steer=features.steer(2, alpha))[0]
+        steered = tiny_gpt.model(x, hooks=steering(features.steer(2, alpha)))[0]
     assert torch.allclose(at_site, steered, atol=1e-4)
 
 

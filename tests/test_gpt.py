@@ -5,6 +5,7 @@ import torch
 
 from toyviz.models.config import GPTConfig
 from toyviz.models.gpt import ToyGPT
+from toyviz.models.hooks import ablation
 from toyviz.models.layers import KVCache
 
 CONFIGS = [dict(positional=p, feed_forward=f, norm=n) for p, f, n in [
@@ -93,24 +94,24 @@ def test_mean_ablation_replaces_head_output_by_its_mean():
 
 
 @pytest.mark.parametrize("kw", CONFIGS)
-def test_ablation_is_an_argument_of_the_forward_traced_or_not(kw):
+def test_ablation_hooks_give_the_same_logits_fused_or_traced(kw):
     """The fused path and the recorded path switch the same heads off: same logits either way."""
     m = model(**kw)
     ids = torch.randint(0, 97, (16,)).tolist()
     ablate = {"attn.0": {1: "zero"}, "attn.1": {0: "mean", 3: "zero"}}
-    plain, _ = m(torch.tensor([ids]), ablate=ablate)
+    plain, _ = m(torch.tensor([ids]), hooks=ablation(ablate))
     traced = m.trace(ids, ablate=ablate)
     assert torch.allclose(plain[0], traced.logits, atol=1e-5)
     assert not torch.allclose(plain, m(torch.tensor([ids]))[0], atol=1e-4)
     assert traced.ablated == ablate
     with pytest.raises(ValueError, match="zero"):
-        m(torch.tensor([ids]), ablate={"attn.0": {1: "half"}})
+        m(torch.tensor([ids]), hooks=ablation({"attn.0": {1: "half"}}))
 
 
 def test_ablation_in_training_mode_still_backpropagates():
     m = model().train()
     idx = torch.randint(0, 97, (2, 12))
-    _, loss = m(idx, idx, ablate={"attn.1": {2: "mean"}})
+    _, loss = m(idx, idx, hooks=ablation({"attn.1": {2: "mean"}}))
     loss.backward()
     assert m.blocks[0].attn.q.weight.grad.abs().sum() > 0
 

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from toyviz.models.layers import MultiHeadAttention, apply_rope, rope_angles, sinusoidal_encoding
-from toyviz.models.trace import Recorder
+from toyviz.models.hooks import Record, ablation, chain
+from toyviz.models.layers import MultiHeadAttention, apply_rope, rope_angles, rotation, sinusoidal_encoding
 
 
 @pytest.mark.parametrize("pos,i", [(0, 0), (1, 0), (7, 3), (50, 10), (127, 31)])
@@ -26,18 +26,20 @@ def test_buggy_encoding_variants_match_their_formulas():
 
 
 def _attention(causal, key_keep=None, T=6, ablate=None):
+    """→ what a Record kept of batch row 0 ({"pattern": (nh, T, T), "heads": …}), the explicit path's
+    output (a Record wants the pattern) and the fused path's (only the ablation's hook on the heads)."""
     torch.manual_seed(0)
     attn = MultiHeadAttention(32, 4).eval()
     x = torch.randn(2, T, 32)
-    rec = Recorder()
-    traced = attn(x, causal=causal, key_keep=key_keep, ablate=ablate, rec=rec)
-    fused = attn(x, causal=causal, key_keep=key_keep, ablate=ablate)
-    return rec.store["attention"]["attn"], traced, fused
+    record, edits = Record(), ablation({"attn": ablate} if ablate else None)
+    traced = attn(x, causal=causal, key_keep=key_keep, hooks=chain(edits, record), name="attn")
+    fused = attn(x, causal=causal, key_keep=key_keep, hooks=edits, name="attn")
+    return {name.split(".")[1]: value[0] for name, value in record.values.items()}, traced, fused
 
 
 def test_causal_rows_sum_to_one_and_never_look_ahead():
     recorded, traced, fused = _attention(causal=True)
-    probs = recorded["probs"]                                   # (nh, T, T) of batch row 0
+    probs = recorded["pattern"]                                   # (nh, T, T) of batch row 0
     assert torch.allclose(probs.sum(-1), torch.ones(probs.shape[:-1]), atol=1e-6)
     above = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
     assert torch.all(probs[:, above] == 0)                      # exactly zero, not merely small
@@ -52,8 +54,8 @@ def test_explicit_attention_equals_fused():
 def test_ablated_heads_are_replaced_alike_on_both_paths():
     recorded, traced, fused = _attention(causal=True, ablate={1: "zero", 2: "mean"})
     assert torch.allclose(traced, fused, atol=1e-5)
-    assert torch.all(recorded["out"][1] == 0)                                       # what the model used
-    assert torch.allclose(recorded["out"][2], recorded["out"][2].mean(0).expand(6, -1), atol=1e-6)
+    assert torch.all(recorded["heads"][1] == 0)                                       # what the model used
+    assert torch.allclose(recorded["heads"][2], recorded["heads"][2].mean(0).expand(6, -1), atol=1e-6)
     _, intact, _ = _attention(causal=True)
     assert not torch.allclose(traced, intact, atol=1e-4)
 
@@ -61,15 +63,15 @@ def test_ablated_heads_are_replaced_alike_on_both_paths():
 def test_padded_keys_get_zero_weight():
     keep = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])
     recorded, traced, fused = _attention(causal=False, key_keep=keep)
-    assert torch.all(recorded["probs"][:, :, 4:] == 0)
+    assert torch.all(recorded["pattern"][:, :, 4:] == 0)
     assert torch.allclose(traced, fused, atol=1e-5)
 
 
 def test_rope_rotation_preserves_norm_and_encodes_relative_position():
     d = 8
     q, k = torch.randn(d), torch.randn(d)
-    angles = rope_angles(torch.arange(20), d)
-    rotated_q, rotated_k = apply_rope(q.expand(20, d), angles), apply_rope(k.expand(20, d), angles)
+    rope = rotation(rope_angles(torch.arange(20), d))
+    rotated_q, rotated_k = apply_rope(q.expand(20, d), rope), apply_rope(k.expand(20, d), rope)
     assert torch.allclose(rotated_q.norm(dim=-1), q.norm().expand(20), atol=1e-5)
     # q at position m and k at n depend on m - n only
     assert torch.dot(rotated_q[5], rotated_k[2]).item() == pytest.approx(torch.dot(rotated_q[13], rotated_k[10]).item(), abs=1e-4)

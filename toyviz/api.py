@@ -16,7 +16,7 @@ import torch
 from toyviz.models import names
 from toyviz.serving.batching import Streams
 from toyviz.models.checkpoint import load_folder, resolve
-from toyviz.models.layers import ABLATIONS
+from toyviz.models.hooks import ABLATIONS
 from toyviz.models.sampling import top_candidates
 from toyviz.models.trace import Trace, TranslatorTrace
 

@@ -16,9 +16,10 @@ from huggingface_hub import PyTorchModelHubMixin
 
 from toyviz.models import names
 from toyviz.models.config import GPTConfig
-from toyviz.models.layers import Block, KVCache, rope_angles, sinusoidal_encoding
+from toyviz.models.hooks import Record, ablation, at, chain, steering
+from toyviz.models.layers import Block, KVCache, rope_angles, rotation, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
-from toyviz.models.trace import Pieces, Recorder, Trace, numbered
+from toyviz.models.trace import Pieces, Recorded, Trace, numbered
 
 
 @dataclass
@@ -75,42 +76,35 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             return table.to(self.tok_emb.weight)[positions]
         return None
 
-    def embed(self, idx, offset: int | torch.Tensor = 0):
-        """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C),
-        the positional vectors added to it (T, C) or None, and the RoPE angles (T, hs/2) or None.
-        offset (B,), one per row (streams decoded together), makes those (B, T, C) and (B, T, hs/2)."""
-        positions = torch.arange(idx.shape[1], device=idx.device)
-        positions = positions + (offset[:, None] if torch.is_tensor(offset) else offset)        # (T,) or (B, T)
-        x = self.tok_emb(idx) * self.embed_scale                         # (B, T, C)
+    def positions(self, T: int, offset: int | torch.Tensor = 0, device=None) -> torch.Tensor:
+        """The positions of T new tokens after `offset` earlier ones: (T,), or (B, T) for an offset (B,)
+        per row (streams decoded together)."""
+        positions = torch.arange(T, device=device)
+        return positions + (offset[:, None] if torch.is_tensor(offset) else offset)
+
+    def embed(self, idx, offset: int | torch.Tensor = 0, hooks=None):
+        """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C) and the
+        RoPE rotation (cos, sin) every attention layer applies, or None."""
+        positions = self.positions(idx.shape[1], offset, idx.device)
+        x = at(hooks, names.TOKENS, self.tok_emb(idx) * self.embed_scale)   # (B, T, C)
         pos = self.positional(positions)
         if pos is not None:
             x = x + pos
-        rope = rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None
-        return self.drop(x), pos, rope
+        rope = rotation(rope_angles(positions, self.config.d_head)) if self.config.positional == "rope" else None
+        return at(hooks, names.EMBED, self.drop(x)), rope
 
-    def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None,
-                ablate: dict[str, dict[int, str]] | None = None, steer: dict[int, torch.Tensor] | None = None,
-                rec: Recorder | None = None):
+    def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None, hooks=None):
         """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given.
 
-        ablate switches heads off, e.g. {"attn.1": {0: "zero", 3: "mean"}}: a head's output is replaced
-        by zeros or by its mean over the positions. steer adds a vector to the stream after a block at
-        every position, {layer: (C,) vector} (a feature's direction, see toyviz.interpret.dictionary); `trace`
-        takes none, so recorded writes always add up. rec, if given, records the pass and changes nothing.
+        hooks: {point: function} read or edit the pass at the points toyviz.models.names lists
+        (toyviz.models.hooks: ablation, steering, patching, recording); None leaves it untouched.
         """
         causal = self.config.causal if causal is None else causal
-        x, pos, rope = self.embed(idx, cache.length if cache is not None else 0)
-        if rec is not None:
-            rec.positions(pos, rope)
-            rec.write(names.EMBED, x)
+        x, rope = self.embed(idx, cache.length if cache is not None else 0, hooks)
         for i, block in enumerate(self.blocks):
-            x = block(x, index=i, causal=causal, rope=rope, cache=cache, ablate=ablate, rec=rec)
-            if steer is not None and i in steer:
-                x = x + steer[i]
-        h = self.ln_f(x)
-        if rec is not None:
-            rec.final(x)
-            rec.norm(names.LN_F, self.ln_f, x, h)
+            x = block(x, index=i, causal=causal, rope=rope, cache=cache, hooks=hooks)
+        x = at(hooks, names.FINAL, x)
+        h = at(hooks, names.LN_F, self.ln_f(at(hooks, names.norm_input(names.LN_F), x)))
         logits = self.head(h)                                            # (B, T, V)
         if targets is None:
             return logits, None
@@ -119,34 +113,37 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
     @torch.no_grad()
     def trace(self, ids: list[int], *, pieces: Pieces = numbered, truncated: int = 0,
               causal: bool | None = None, ablate: dict[str, dict[int, str]] | None = None) -> Trace:
-        """One traced forward pass over ids (≤ context) → the complete Trace of what it computed.
+        """One recorded forward pass over ids (≤ context) → the complete Trace of what it computed;
+        `ablate` switches heads off first ({"attn.1": {0: "zero"}}), so the trace shows what was used.
 
         The model has no tokenizer: `pieces` names the ids (the API passes its tokenizer's) and
         `truncated` is how many prompt tokens the caller dropped to fit the context.
         """
         causal = self.config.causal if causal is None else causal
-        rec = Recorder()
+        record = Record()
         idx = torch.tensor([ids], dtype=torch.long, device=self.tok_emb.weight.device)
-        logits, _ = self.forward(idx, causal=causal, ablate=ablate, rec=rec)
-        attns = [names.attn(i) for i in range(self.config.n_layer)]
-        att = rec.store["attention"]
+        logits, _ = self.forward(idx, causal=causal, hooks=chain(ablation(ablate), record))
+        seen = Recorded(record.values, self.blocks, self.config.norm == "pre")
+        layers = range(self.config.n_layer)
+        positions = self.positions(len(ids), device=idx.device)
         return Trace(
-            tokens=pieces(ids), token_ids=list(ids), positional=rec.store["positions"]["added"],
-            attention=rec.stacked(attns, "probs"), scores=rec.stacked(attns, "scores"),
-            q=rec.stacked(attns, "q"), k=rec.stacked(attns, "k"), v=rec.stacked(attns, "v"),
-            head_out=rec.stacked(attns, "out"), head_writes=rec.stacked(attns, "head_writes"),
-            attn_out_bias=torch.stack([att[n]["bias"] for n in attns]),
-            attn_inputs=torch.stack([rec.store["inputs"][n] for n in attns]),
-            residual_parts=rec.parts(), residual_final=rec.store["final"][names.FINAL],
-            layernorms=rec.norms(), logits=logits[0], causal=causal, ablated=ablate or {},
-            truncated=truncated, rope_angles=rec.store["positions"]["rope"])
+            tokens=pieces(ids), token_ids=list(ids), positional=self.positional(positions),
+            attention=seen.stacked(layers, "pattern"), scores=seen.stacked(layers, "scores"),
+            q=seen.stacked(layers, "q"), k=seen.stacked(layers, "k"), v=seen.stacked(layers, "v"),
+            head_out=seen.stacked(layers, "heads"), head_writes=seen.head_writes(layers),
+            attn_out_bias=seen.attn_bias(layers), attn_inputs=seen.attn_inputs(layers),
+            residual_parts=seen.writes(), residual_final=seen[names.FINAL],
+            layernorms=seen.norms(self.ln_f), logits=logits[0], causal=causal, ablated=ablate or {},
+            truncated=truncated,
+            rope_angles=rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None)
 
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,
                      top_k: int = 0, top_p: float = 1.0, seed: int | None = None,
                      use_cache: bool = True, steer: dict[int, torch.Tensor] | None = None
                      ) -> Iterator[SampledToken]:
-        """Yield max_new_tokens sampled tokens one at a time (`steer` as in `forward`, at every step).
+        """Yield max_new_tokens sampled tokens one at a time; `steer` {layer: vector (C,)} is added to the
+        stream leaving those blocks at every position of every step (toyviz.models.hooks.steering).
 
         The model sees a window of at most `context` tokens. When the window overflows it jumps
         forward by half a context, so a cached run only has to re-read the window then; cached
@@ -157,6 +154,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         generator = torch.Generator(device=device)
         generator.manual_seed(seed) if seed is not None else generator.seed()
         seq, start, cache = list(ids), max(0, len(ids) - ctx), None
+        edits = steering(steer)
         for _ in range(max_new_tokens):
             jumped = window_start(len(seq), start, ctx)
             if jumped != start:                                          # read the new window afresh
@@ -166,7 +164,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             else:
                 cache = KVCache() if use_cache else None
                 new = seq[start:]
-            logits, _ = self.forward(torch.tensor([new], device=device), cache=cache, steer=steer)
+            logits, _ = self.forward(torch.tensor([new], device=device), cache=cache, hooks=edits)
             step = sample(logits[0, -1], temperature, top_k, top_p, generator, len(new))
             seq.append(step.token)
             yield step

@@ -1,10 +1,10 @@
-"""The pieces both models are built from: positional encodings, multi-head attention,
+"""The pieces both models are built from: positional encodings, multi-head attention, the KV cache,
 feed-forward networks and the residual block that wires them together.
 
-Attention has two paths with the same maths: the fused `F.scaled_dot_product_attention`
-for plain forward passes and training, and an explicit one (scores → mask → softmax → @V)
-that a traced pass takes so it can record every intermediate. Both can switch heads off
-(ablation), so an ablated prediction can be checked with or without recording.
+Every named activation passes through `toyviz.models.hooks.at`, so one mapping of hooks, passed per
+call, reads or edits any of them (toyviz.models.names lists the points). Attention has two paths
+with the same maths: the fused `F.scaled_dot_product_attention` for plain passes and training, and
+an explicit one (scores → mask → softmax → @V) taken when a hook wants a point only it computes.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from toyviz.models import names
+from toyviz.models.hooks import at, wants
 
 ENCODING_VARIANTS = ("correct", "no_d_model_scaling", "cos_overwrites_sin")
 
@@ -49,31 +50,19 @@ def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> 
     return positions.float()[..., None] * inv_freq
 
 
-def apply_rope(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Rotate each (2i, 2i+1) pair of x (…, T, d_head) by angles (T, d_head/2), or x (B, nh, T, d_head)
-    by one row's angles each (B, T, d_head/2)."""
+def rotation(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """RoPE angles (T, hs/2), or one row's each (B, T, hs/2) → (cos, sin) as every attention layer applies
+    them: computed once per forward pass, not once per layer."""
     if angles.dim() == 3:
         angles = angles[:, None]                                         # (B, 1, T, hs/2): every head alike
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Rotate each (2i, 2i+1) pair of x (…, T, d_head) by the angles whose `rotation` is rope."""
+    cos, sin = (t.to(x.dtype) for t in rope)
     even, odd = x[..., 0::2], x[..., 1::2]
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
-
-
-ABLATIONS = ("zero", "mean")
-
-
-def ablate_heads(out: torch.Tensor, heads: dict[int, str] | None) -> torch.Tensor:
-    """out (B, nh, T, hs) with some heads switched off: {head: "zero"} replaces that head's output
-    by zeros, {head: "mean"} by its mean over this pass's positions (so with a KV cache, where a
-    step sees one position, "mean" changes nothing)."""
-    if not heads:
-        return out
-    out = out.clone()                                # autograd keeps the attention's output: edit a copy
-    for head, kind in heads.items():
-        if kind not in ABLATIONS:
-            raise ValueError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
-        out[:, head] = 0.0 if kind == "zero" else out[:, head].mean(dim=1, keepdim=True)
-    return out
 
 
 class KVCache:
@@ -105,79 +94,18 @@ class KVCache:
         return next(iter(self.layers.values()))[0].shape[2] if self.layers else 0
 
     def keep(self, layer: int) -> torch.Tensor | None:
-        """Which of the keys `extend` returned are real: all of them here."""
+        """Which of the keys `extend` returned are real: all of them here (a batch of streams of
+        unequal length masks some: toyviz.serving.batching.StreamsCache)."""
         return None
-
-
-class StreamsCache(KVCache):
-    """The keys and values of several independent sequences decoded together, one row each
-    (toyviz.serving.batching): row r holds its own positions 0 … lengths[r] − 1. Rows differ in length, so each
-    layer's keys sit in a buffer padded at the end, and `keep` masks the padding. A sequence joins with
-    the cache of its own prompt (`put`) and leaves (`drop`) without touching the other rows' keys.
-    During a forward every row gets one new position; `advance` then counts it."""
-
-    def __init__(self, capacity: int):
-        super().__init__()
-        self.capacity = capacity                                         # positions a row can hold
-        self.rows = 0
-        self.lengths = torch.zeros(0, dtype=torch.long)                  # (rows,)
-        self.buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # layer → (R, nh, capacity, hs) × 2
-
-    def put(self, row: int, cache: KVCache):
-        """Row `row` (an existing one, or `rows` to add one) takes over a one-sequence cache."""
-        for layer, (k, v) in cache.layers.items():
-            if layer not in self.buffers or row >= self.buffers[layer][0].shape[0]:
-                self._grow(layer, k, max(4, 2 * (row + 1)))
-            kb, vb = self.buffers[layer]
-            kb[row, :, : k.shape[2]], vb[row, :, : v.shape[2]] = k[0], v[0]
-        if row == self.rows:
-            self.rows += 1
-            self.lengths = torch.cat((self.lengths.to(self.buffers[0][0].device), self.lengths.new_zeros(1)))
-        self.lengths[row] = cache.length
-
-    def _grow(self, layer: int, like: torch.Tensor, rows: int):
-        old = self.buffers.get(layer)
-        shape = (rows, like.shape[1], self.capacity, like.shape[3])
-        new = (like.new_zeros(shape), like.new_zeros(shape))
-        if old is not None:
-            for buffer, kept in zip(new, old):
-                buffer[: kept.shape[0]] = kept
-        self.buffers[layer] = new
-
-    def drop(self, row: int):
-        """Remove a row; the last row moves into its place (the caller moves its sequence too)."""
-        last = self.rows - 1
-        if row != last:
-            for kb, vb in self.buffers.values():
-                kb[row], vb[row] = kb[last], vb[last]
-            self.lengths[row] = self.lengths[last]
-        self.rows, self.lengths = last, self.lengths[:last].clone()
-
-    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor):
-        """k, v (rows, nh, 1, hs): each row's newest position, written at its own length."""
-        kb, vb = self.buffers[layer]
-        rows = torch.arange(self.rows, device=k.device)
-        kb[rows, :, self.lengths], vb[rows, :, self.lengths] = k[:, :, 0], v[:, :, 0]
-        width = int(self.lengths.max()) + 1
-        return kb[: self.rows, :, :width], vb[: self.rows, :, :width]
-
-    def keep(self, layer: int) -> torch.Tensor:
-        width = int(self.lengths.max()) + 1
-        return torch.arange(width, device=self.lengths.device)[None, :] <= self.lengths[:, None]   # (rows, Tk)
-
-    def advance(self):
-        self.lengths += 1
-
-    @property
-    def length(self) -> torch.Tensor:
-        """(rows,) each row's next position."""
-        return self.lengths
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate Q, K, V and output projections.
 
-    Self-attention when `memory` is None, cross-attention over `memory` otherwise.
+    Self-attention when `memory` is None, cross-attention over `memory` otherwise. Without hooks on
+    its inner points it runs the fused `F.scaled_dot_product_attention` (its causal kernel when the
+    mask is the plain triangle); a hook on q, k, v, scores or pattern makes it compute the same maths
+    step by step (scores → mask → softmax → @V) so each can be read or edited.
     """
 
     def __init__(self, d_model: int, n_head: int, bias: bool = True, dropout: float = 0.0):
@@ -194,11 +122,10 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)
 
     def forward(self, x, memory=None, *, causal=False, key_keep=None, rope=None,
-                cache: KVCache | None = None, layer: int = 0, ablate: dict[int, str] | None = None,
-                rec=None, name: str = "attn"):
+                cache: KVCache | None = None, layer: int = 0, hooks=None, name: str = "attn"):
         """x: (B, Tq, C); memory: (B, Tk, C) or None; key_keep: (B, Tk) bool, False = padding;
-        rope: (Tq, hs/2) angles of the query positions (keys get theirs when first computed);
-        ablate: {head: "zero" | "mean"}, heads whose output is replaced (see `ablate_heads`)."""
+        rope: the `rotation` of the query positions (keys get theirs when first computed);
+        hooks at name + ".q", ".k", ".v", ".scores", ".pattern", ".heads" (toyviz.models.names)."""
         B, Tq, C = x.shape
         q = self._heads(self.q(x))
         if memory is not None and cache is not None and layer in cache.memory:
@@ -215,35 +142,38 @@ class MultiHeadAttention(nn.Module):
             padding = cache.keep(layer)                                  # rows of unequal length: (B, Tk)
             key_keep = padding if key_keep is None or padding is None else key_keep & padding
         Tk = k.shape[2]
-        allowed = None                                                   # (B or 1, 1, Tq, Tk) bool
+        if wants(hooks, *(names.part(name, p) for p in ("q", "k", "v", "scores", "pattern"))):
+            y = self._explicit(q, k, v, self._allowed(causal, key_keep, Tq, Tk, x.device), hooks, name)
+        elif causal and Tq == Tk and Tq > 1 and key_keep is None:
+            # the plain triangle: SDPA's fused causal kernel (an explicit mask keeps it off that kernel)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               dropout_p=self.dropout if self.training else 0.0)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=self._allowed(causal, key_keep, Tq, Tk, x.device),
+                                               dropout_p=self.dropout if self.training else 0.0)
+        y = at(hooks, names.heads(name), y)                              # (B, nh, Tq, hs)
+        y = y.transpose(1, 2).contiguous().view(y.shape[0], Tq, C)      # re-assemble heads
+        return self.o(y)
+
+    @staticmethod
+    def _allowed(causal, key_keep, Tq: int, Tk: int, device):
+        """(B or 1, 1, Tq, Tk) bool: which keys each query may see, or None for all."""
+        allowed = None
         if causal and Tq > 1:
             # queries are the last Tq of Tk positions: query i sees keys up to Tk - Tq + i
-            allowed = torch.ones(Tq, Tk, dtype=torch.bool, device=x.device).tril(Tk - Tq)[None, None]
+            allowed = torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
         if key_keep is not None:
             keep = key_keep[:, None, None, :]
             allowed = keep if allowed is None else allowed & keep
-        if rec is None:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed,
-                                               dropout_p=self.dropout if self.training else 0.0)
-            y = ablate_heads(y, ablate)                                  # (B, nh, Tq, hs)
-        else:
-            y = self._traced(q, k, v, allowed, ablate, rec, name)
-        y = y.transpose(1, 2).contiguous().view(B, Tq, C)                # re-assemble heads
-        return self.o(y)
+        return allowed
 
-    def _traced(self, q, k, v, allowed, ablate, rec, name):
-        """The same attention, step by step, recording what a student would want to see."""
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)       # (B, nh, Tq, Tk)
+    def _explicit(self, q, k, v, allowed, hooks, name):
+        """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
+        q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
+        scores = at(hooks, names.part(name, "scores"), q @ k.transpose(-2, -1) / math.sqrt(self.d_head))
         masked = scores if allowed is None else scores.masked_fill(~allowed, float("-inf"))
-        probs = masked.softmax(dim=-1)
-        out = ablate_heads(probs @ v, ablate)                            # (B, nh, Tq, hs), what the model used
-        # each head's own write: its output through its slice of W_O, (B, nh, Tq, C)
-        w_o = self.o.weight.view(-1, self.n_head, self.d_head)           # (C, nh, hs)
-        head_writes = torch.einsum("bhtd,chd->bhtc", out, w_o)
-        bias = self.o.bias if self.o.bias is not None else torch.zeros_like(self.o.weight[:, 0])
-        rec.attention(name, scores=scores, probs=probs, q=q, k=k, v=v, out=out,
-                      head_writes=head_writes, bias=bias[None])
-        return out
+        probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
+        return probs @ v                                                 # (B, nh, Tq, hs)
 
 
 class FeedForward(nn.Module):
@@ -262,18 +192,17 @@ class FeedForward(nn.Module):
             return F.silu(self.gate(x)) * self.up(x)
         return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
 
-    def forward(self, x):
-        return self.drop(self.down(self.hidden(x)))
+    def forward(self, x, hooks=None, name: str = "mlp"):  # (B, T, C) -> (B, T, C)
+        return self.drop(self.down(at(hooks, f"{name}.hidden", self.hidden(x))))
 
 
 class Block(nn.Module):
     """A transformer block: self-attention, optional cross-attention, feed-forward.
 
     Each sub-layer adds its output to the residual stream. Pre-norm (GPT-2) normalises the
-    sub-layer's input; post-norm (the 2017 paper) normalises the stream after the add. Under
-    post-norm the norm itself rewrites the stream, so the trace records that change as a write
-    too ("norm.attn.0"): the writes then still add up exactly to the final stream.
-    `ablate` maps self-attention names ("attn.1") to the heads switched off in them.
+    sub-layer's input; post-norm (the 2017 paper) normalises the stream after the add, so there
+    the norm itself rewrites the stream (a trace records that change as a write too, "norm.attn.0",
+    and the writes still add up exactly to the final stream).
     """
 
     def __init__(self, d_model, n_head, d_ff, feed_forward="gelu", norm="pre", cross=False,
@@ -289,32 +218,24 @@ class Block(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, *, index: int, causal=False, key_keep=None, memory=None, memory_keep=None,
-                rope=None, cache=None, ablate=None, rec=None):
-        attn_name, cross_name = names.attn(index), names.cross(index)
+                rope=None, cache=None, hooks=None):
+        """x (B, T, C) → (B, T, C): the stream entering block `index` → the stream leaving it."""
+        attn_name, cross_name, mlp_name = names.attn(index), names.cross(index), names.mlp(index)
+        x = at(hooks, names.resid_pre(index), x)
         attn = lambda h: self.attn(h, causal=causal, key_keep=key_keep, rope=rope, cache=cache, layer=index,
-                                   ablate=(ablate or {}).get(attn_name), rec=rec, name=attn_name)
-        x = self._sublayer(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), rec)
+                                   hooks=hooks, name=attn_name)
+        x = self._sublayer(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), hooks)
         if self.cross is not None:
-            cross = lambda h: self.cross(h, memory, key_keep=memory_keep, cache=cache, layer=index, rec=rec,
+            cross = lambda h: self.cross(h, memory, key_keep=memory_keep, cache=cache, layer=index, hooks=hooks,
                                          name=cross_name)
-            x = self._sublayer(x, cross, self.ln_cross, cross_name, names.norm(index, "ln_cross"), rec)
-        return self._sublayer(x, self.mlp, self.ln2, names.mlp(index), names.norm(index, "ln2"), rec)
+            x = self._sublayer(x, cross, self.ln_cross, cross_name, names.norm(index, "ln_cross"), hooks)
+        mlp = lambda h: self.mlp(h, hooks, mlp_name)
+        x = self._sublayer(x, mlp, self.ln2, mlp_name, names.norm(index, "ln2"), hooks)
+        return at(hooks, names.resid_post(index), x)
 
-    def _sublayer(self, x, fn, norm, write_name, norm_name, rec):
+    def _sublayer(self, x, fn, norm, write_name, norm_name, hooks):
+        """Pre-norm x + f(norm(x)); post-norm norm(x + f(x)). The write and the norm are hook points."""
+        normed = lambda t: at(hooks, norm_name, norm(at(hooks, names.norm_input(norm_name), t)))
         if self.pre_norm:
-            h = norm(x)
-            out = self.drop(fn(h))
-            new = x + out
-            norm_in, norm_out = x, h
-        else:
-            h = x
-            out = self.drop(fn(x))
-            norm_in = x + out
-            new = norm_out = norm(norm_in)
-        if rec is not None:
-            rec.norm(norm_name, norm, norm_in, norm_out)
-            rec.input(write_name, h)
-            rec.write(write_name, out)
-            if not self.pre_norm:
-                rec.write(names.post_norm(write_name), new - norm_in)
-        return new
+            return x + at(hooks, write_name, self.drop(fn(normed(x))))
+        return normed(x + at(hooks, write_name, self.drop(fn(x))))

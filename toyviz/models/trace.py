@@ -1,12 +1,11 @@
 """What a traced forward pass recorded.
 
-The models compute; a `Recorder` passed into their forward collects what they computed
-(attention scores and probabilities, per-head outputs and writes, every LayerNorm's input
-and output, every write into the residual stream). The dataclasses below are what the rest
-of toyviz reads; the model's `trace` builds each one whole, and they are frozen. Recording
-never changes a value the model computes: the recorder only keeps references (detached) to
-tensors the forward pass made anyway, plus per-head writes. (Ablation is an argument of the
-forward itself, not of the recorder.)
+The models compute; a `toyviz.models.hooks.Record` passed as their forward's hooks keeps every
+named activation (attention scores and probabilities, per-head outputs, every LayerNorm's input
+and output, every write into the residual stream), and `Recorded` reads them back as the fields
+of the dataclasses below, which the rest of toyviz reads; the model's `trace` builds each one
+whole, and they are frozen. Recording never changes a value the model computes: the record only
+keeps references (detached) to tensors the forward pass made anyway.
 """
 from __future__ import annotations
 
@@ -25,57 +24,70 @@ def numbered(ids: list[int]) -> list[str]:
     return [str(i) for i in ids]
 
 
-class Recorder:
-    """Collects named activations during one forward pass of batch size 1.
+class Recorded:
+    """What a `toyviz.models.hooks.Record` kept during one pass of batch size 1, read back as the fields
+    of a trace. `blocks`: the stack's blocks (their weights give each head's write and each norm's
+    scale); `prefix`: the stack's names.ENCODER or names.DECODER in the translator."""
 
-    `scope(names.ENCODER)` returns a view that writes into the same storage under a prefix, so
-    the translator's encoder and decoder share one recorder.
-    """
+    def __init__(self, values: dict[str, torch.Tensor], blocks, pre_norm: bool, prefix: str = ""):
+        self.values, self.blocks, self.pre_norm, self.prefix = values, blocks, pre_norm, prefix
 
-    def __init__(self, prefix: str = "", store=None):
-        self.prefix = prefix
-        self.store = store if store is not None else {"attention": {}, "writes": {}, "norms": {}, "inputs": {}, "final": {}}
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.values[self.prefix + name][0]
 
-    def scope(self, prefix: str) -> "Recorder":
-        return Recorder(self.prefix + prefix, self.store)
+    def stacked(self, layers, part: str, attention=names.attn) -> torch.Tensor:
+        """[L, ...] one attention point ("pattern", "q", …) of every layer."""
+        return torch.stack([self[names.part(attention(i), part)] for i in layers])
 
-    def attention(self, name: str, **tensors):
-        self.store["attention"][self.prefix + name] = {k: v.detach()[0] for k, v in tensors.items()}
+    def head_writes(self, layers) -> torch.Tensor:
+        """[L, H, T, C] each head's output through its slice of W_O: its own write into the stream."""
+        writes = []
+        for i in layers:
+            attn = self.blocks[i].attn
+            w_o = attn.o.weight.view(-1, attn.n_head, attn.d_head)                       # (C, nh, hs)
+            out = self.values[self.prefix + names.heads(names.attn(i))]                 # (1, nh, T, hs)
+            writes.append(torch.einsum("bhtd,chd->bhtc", out, w_o)[0])
+        return torch.stack(writes)
 
-    def positions(self, added: torch.Tensor | None, rope: torch.Tensor | None):
-        """The positional vectors the forward added to the embeddings and the RoPE angles it used."""
-        self.store["positions"] = {"added": added, "rope": rope}
+    def attn_bias(self, layers) -> torch.Tensor:
+        """[L, C] W_O's bias of every layer's attention (zeros if it has none)."""
+        o = [self.blocks[i].attn.o for i in layers]
+        return torch.stack([m.bias.detach() if m.bias is not None else torch.zeros_like(m.weight[:, 0]) for m in o])
 
-    def write(self, name: str, tensor: torch.Tensor):
-        self.store["writes"][self.prefix + name] = tensor.detach()[0]
+    def attn_inputs(self, layers) -> torch.Tensor:
+        """[L, T, C] what each self-attention read: its norm's output (pre-norm) or the stream (post-norm)."""
+        return torch.stack([self[names.norm(i, "ln1")] if self.pre_norm else self[names.resid_pre(i)]
+                            for i in layers])
 
-    def input(self, name: str, tensor: torch.Tensor):
-        """What a sub-layer read (its normalised input under pre-norm)."""
-        self.store["inputs"][self.prefix + name] = tensor.detach()[0]
+    def _sublayers(self, i: int):
+        """(write, norm) of block i's sub-layers, in forward order."""
+        kinds = [("attn", "ln1")] + ([("cross", "ln_cross")] if self.blocks[i].cross is not None else [])
+        return [(getattr(names, kind)(i), names.norm(i, norm)) for kind, norm in kinds + [("mlp", "ln2")]]
 
-    def norm(self, name: str, module: torch.nn.LayerNorm, inp: torch.Tensor, out: torch.Tensor):
-        x = inp.detach()[0]
-        self.store["norms"][self.prefix + name] = {
-            "input": x, "output": out.detach()[0],
-            "mean": x.mean(-1), "std": x.var(-1, unbiased=False).add(module.eps).sqrt(),
+    def writes(self) -> dict[str, torch.Tensor]:
+        """Residual writes in the order they happened: "embed", "attn.0", ("norm.attn.0" under post-norm) …"""
+        parts = {names.EMBED: self[names.EMBED]}
+        for i in range(len(self.blocks)):
+            for write, norm in self._sublayers(i):
+                parts[write] = self[write]
+                if not self.pre_norm:                   # the change the norm after the add made to the stream
+                    parts[names.post_norm(write)] = self[norm] - self[names.norm_input(norm)]
+        return parts
+
+    def norms(self, final_norm=None) -> dict[str, dict[str, torch.Tensor]]:
+        """Every LayerNorm's input, output, statistics and parameters, by name (prefix included)."""
+        modules = [(norm, getattr(self.blocks[i], norm.split(".")[1]))
+                   for i in range(len(self.blocks)) for _, norm in self._sublayers(i)]
+        if final_norm is not None:
+            modules.append((names.LN_F, final_norm))
+        return {self.prefix + name: norm_stats(module, self[names.norm_input(name)], self[name])
+                for name, module in modules}
+
+
+def norm_stats(module: torch.nn.LayerNorm, x: torch.Tensor, out: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {"input": x, "output": out, "mean": x.mean(-1), "std": x.var(-1, unbiased=False).add(module.eps).sqrt(),
             "weight": module.weight.detach(),
-            "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight),
-        }
-
-    def final(self, tensor: torch.Tensor):
-        """The stream the stack's final norm reads."""
-        self.store["final"][self.prefix + names.FINAL] = tensor.detach()[0]
-
-    def stacked(self, modules: list[str], key: str) -> torch.Tensor:
-        """[len(modules), ...] stack of one recorded attention tensor across attention modules."""
-        return torch.stack([self.store["attention"][n][key] for n in modules])
-
-    def parts(self, stack: str = "") -> dict[str, torch.Tensor]:
-        """Residual writes of one stack, in the order they happened, prefix stripped."""
-        return names.of_stack(self.store["writes"], stack)
-
-    def norms(self, stack: str = "") -> dict[str, dict[str, torch.Tensor]]:
-        return names.of_stack(self.store["norms"], stack)
+            "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight)}
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from huggingface_hub import PyTorchModelHubMixin
 
 from toyviz.models import names
 from toyviz.models.config import TranslatorConfig
+from toyviz.models.hooks import Record, at, scope
 from toyviz.models.layers import Block, KVCache, sinusoidal_encoding
-from toyviz.models.trace import Pieces, Recorder, TranslatorTrace, numbered
+from toyviz.models.trace import Pieces, Recorded, TranslatorTrace, numbered
 
 
 @dataclass
@@ -55,42 +56,40 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         self.out.weight = self.tgt_emb.weight                            # tied, as in the paper (and the
         # source embedding too with a shared vocabulary: the same module, one parameter)
 
-    def _embed(self, table: nn.Embedding, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def _embed(self, table: nn.Embedding, ids: torch.Tensor, offset: int, hooks) -> torch.Tensor:
         end = offset + ids.shape[1]
         if end > self.config.context:
             raise ValueError(f"{end} tokens exceed the translator's context of {self.config.context}")
-        return self.drop(table(ids) * math.sqrt(self.config.d_model) + self.pe[offset:end])
+        tokens = at(hooks, names.TOKENS, table(ids) * math.sqrt(self.config.d_model))
+        return at(hooks, names.EMBED, self.drop(tokens + self.pe[offset:end]))
 
-    def _stack(self, x, blocks, norm, rec, **kwargs):
-        if rec is not None:
-            rec.write(names.EMBED, x)
-        for i, block in enumerate(blocks):
-            x = block(x, index=i, rec=rec, **kwargs)
-        if rec is not None:
-            rec.final(x)
-        if norm is None:
-            return x
-        h = norm(x)
-        if rec is not None:
-            rec.norm(names.LN_F, norm, x, h)
-        return h
+    def encode(self, src, src_keep, hooks=None):
+        """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding. Hook points are named with
+        names.ENCODER before them ("enc.attn.0.pattern")."""
+        hooks = scope(hooks, names.ENCODER)
+        x = self._embed(self.src_emb, src, 0, hooks)
+        for i, block in enumerate(self.encoder):
+            x = block(x, index=i, key_keep=src_keep, hooks=hooks)
+        return self._final_norm(x, self.enc_norm, hooks)
 
-    def encode(self, src, src_keep, rec: Recorder | None = None):
-        """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding."""
-        return self._stack(self._embed(self.src_emb, src), self.encoder, self.enc_norm,
-                           rec and rec.scope(names.ENCODER), key_keep=src_keep)
+    def decode(self, tgt, memory, src_keep, hooks=None, cache: KVCache | None = None):
+        """tgt (B, T) decoder inputs → logits (B, T, V_tgt); with a cache, tgt continues the cached positions.
+        Hook points are named with names.DECODER before them ("dec.cross.1.pattern")."""
+        hooks = scope(hooks, names.DECODER)
+        x = self._embed(self.tgt_emb, tgt, cache.length if cache is not None else 0, hooks)
+        for i, block in enumerate(self.decoder):
+            x = block(x, index=i, causal=True, memory=memory, memory_keep=src_keep, cache=cache, hooks=hooks)
+        return self.out(self._final_norm(x, self.dec_norm, hooks))
 
-    def decode(self, tgt, memory, src_keep, rec: Recorder | None = None, cache: KVCache | None = None):
-        """tgt (B, T) decoder inputs → logits (B, T, V_tgt); with a cache, tgt continues the cached positions."""
-        offset = cache.length if cache is not None else 0
-        h = self._stack(self._embed(self.tgt_emb, tgt, offset), self.decoder, self.dec_norm,
-                        rec and rec.scope(names.DECODER), causal=True, memory=memory, memory_keep=src_keep,
-                        cache=cache)
-        return self.out(h)
+    @staticmethod
+    def _final_norm(x, norm, hooks):
+        """Pre-norm leaves the stream un-normalised, so each stack ends with a norm (post-norm: none)."""
+        x = at(hooks, names.FINAL, x)
+        return x if norm is None else at(hooks, names.LN_F, norm(at(hooks, names.norm_input(names.LN_F), x)))
 
-    def forward(self, src, tgt, src_keep=None):
+    def forward(self, src, tgt, src_keep=None, hooks=None):
         src_keep = torch.ones_like(src, dtype=torch.bool) if src_keep is None else src_keep
-        return self.decode(tgt, self.encode(src, src_keep), src_keep)
+        return self.decode(tgt, self.encode(src, src_keep, hooks), src_keep, hooks)
 
     @torch.no_grad()
     def search(self, src_ids: list[int], *, bos: int, eos: int, beam: int = 1, max_len: int | None = None,
@@ -145,24 +144,22 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         it finished), or, when None (the search was cut at max_len), the one the model ranks first.
         """
         device = self.src_emb.weight.device
-        rec = Recorder()
+        record = Record()
         src = torch.tensor([src_ids], device=device)
-        keep = torch.ones_like(src, dtype=torch.bool)
-        memory = self.encode(src, keep, rec)
-        logits = self.decode(torch.tensor([tgt_ids], device=device), memory, keep, rec)
+        logits = self(src, torch.tensor([tgt_ids], device=device), hooks=record)
         next_id = int(logits[0, -1].argmax()) if next_id is None else next_id
-        E, D = names.ENCODER, names.DECODER
-        enc = [E + names.attn(i) for i in range(self.config.n_encoder_layer)]
-        dec = [D + names.attn(i) for i in range(self.config.n_decoder_layer)]
-        cross = [D + names.cross(i) for i in range(self.config.n_decoder_layer)]
+        pre_norm = self.config.norm == "pre"
+        enc = Recorded(record.values, self.encoder, pre_norm, names.ENCODER)
+        dec = Recorded(record.values, self.decoder, pre_norm, names.DECODER)
+        enc_layers, dec_layers = range(self.config.n_encoder_layer), range(self.config.n_decoder_layer)
         return TranslatorTrace(
             src_tokens=src_pieces(src_ids), src_ids=list(src_ids), tgt_tokens=tgt_pieces(tgt_ids),
             tgt_ids=list(tgt_ids), output_tokens=tgt_pieces(list(tgt_ids[1:]) + [next_id]),
             output_ids=list(tgt_ids[1:]) + [next_id],
-            encoder_attention=rec.stacked(enc, "probs"), decoder_attention=rec.stacked(dec, "probs"),
-            cross_attention=rec.stacked(cross, "probs"),
-            encoder_parts=rec.parts(E), decoder_parts=rec.parts(D),
-            encoder_final=rec.store["final"][E + names.FINAL], decoder_final=rec.store["final"][D + names.FINAL],
-            layernorms=rec.norms(), logits=logits[0],
-            encoder_scores=rec.stacked(enc, "scores"), decoder_scores=rec.stacked(dec, "scores"),
+            encoder_attention=enc.stacked(enc_layers, "pattern"), decoder_attention=dec.stacked(dec_layers, "pattern"),
+            cross_attention=dec.stacked(dec_layers, "pattern", names.cross),
+            encoder_parts=enc.writes(), decoder_parts=dec.writes(),
+            encoder_final=enc[names.FINAL], decoder_final=dec[names.FINAL],
+            layernorms=enc.norms(self.enc_norm) | dec.norms(self.dec_norm), logits=logits[0],
+            encoder_scores=enc.stacked(enc_layers, "scores"), decoder_scores=dec.stacked(dec_layers, "scores"),
             positional=self.pe[: max(len(src_ids), len(tgt_ids))])

@@ -25,7 +25,73 @@ from typing import Iterator
 import torch
 
 from toyviz.models.gpt import SampledToken, ToyGPT, sample, window_start
-from toyviz.models.layers import KVCache, StreamsCache
+from toyviz.models.hooks import steering
+from toyviz.models.layers import KVCache
+
+
+class StreamsCache(KVCache):
+    """The keys and values of several independent sequences decoded together, one row each
+    (toyviz.serving.batching): row r holds its own positions 0 … lengths[r] − 1. Rows differ in length, so each
+    layer's keys sit in a buffer padded at the end, and `keep` masks the padding. A sequence joins with
+    the cache of its own prompt (`put`) and leaves (`drop`) without touching the other rows' keys.
+    During a forward every row gets one new position; `advance` then counts it."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity                                         # positions a row can hold
+        self.rows = 0
+        self.lengths = torch.zeros(0, dtype=torch.long)                  # (rows,)
+        self.buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # layer → (R, nh, capacity, hs) × 2
+
+    def put(self, row: int, cache: KVCache):
+        """Row `row` (an existing one, or `rows` to add one) takes over a one-sequence cache."""
+        for layer, (k, v) in cache.layers.items():
+            if layer not in self.buffers or row >= self.buffers[layer][0].shape[0]:
+                self._grow(layer, k, max(4, 2 * (row + 1)))
+            kb, vb = self.buffers[layer]
+            kb[row, :, : k.shape[2]], vb[row, :, : v.shape[2]] = k[0], v[0]
+        if row == self.rows:
+            self.rows += 1
+            self.lengths = torch.cat((self.lengths.to(self.buffers[0][0].device), self.lengths.new_zeros(1)))
+        self.lengths[row] = cache.length
+
+    def _grow(self, layer: int, like: torch.Tensor, rows: int):
+        old = self.buffers.get(layer)
+        shape = (rows, like.shape[1], self.capacity, like.shape[3])
+        new = (like.new_zeros(shape), like.new_zeros(shape))
+        if old is not None:
+            for buffer, kept in zip(new, old):
+                buffer[: kept.shape[0]] = kept
+        self.buffers[layer] = new
+
+    def drop(self, row: int):
+        """Remove a row; the last row moves into its place (the caller moves its sequence too)."""
+        last = self.rows - 1
+        if row != last:
+            for kb, vb in self.buffers.values():
+                kb[row], vb[row] = kb[last], vb[last]
+            self.lengths[row] = self.lengths[last]
+        self.rows, self.lengths = last, self.lengths[:last].clone()
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        """k, v (rows, nh, 1, hs): each row's newest position, written at its own length."""
+        kb, vb = self.buffers[layer]
+        rows = torch.arange(self.rows, device=k.device)
+        kb[rows, :, self.lengths], vb[rows, :, self.lengths] = k[:, :, 0], v[:, :, 0]
+        width = int(self.lengths.max()) + 1
+        return kb[: self.rows, :, :width], vb[: self.rows, :, :width]
+
+    def keep(self, layer: int) -> torch.Tensor:
+        width = int(self.lengths.max()) + 1
+        return torch.arange(width, device=self.lengths.device)[None, :] <= self.lengths[:, None]   # (rows, Tk)
+
+    def advance(self):
+        self.lengths += 1
+
+    @property
+    def length(self) -> torch.Tensor:
+        """(rows,) each row's next position."""
+        return self.lengths
 
 
 @dataclass(eq=False)                            # a stream is itself: compared and hashed by identity
@@ -116,7 +182,7 @@ class Streams:
             return
         device = self.model.tok_emb.weight.device
         newest = torch.tensor([[stream.seq[-1]] for stream in rows], device=device)      # (R, 1)
-        logits, _ = self.model(newest, cache=cache, steer=self._steering(rows))
+        logits, _ = self.model(newest, cache=cache, hooks=steering(self._steering(rows)))
         cache.advance()
         self.rounds += 1
         for stream, row_logits in zip(rows, logits[:, -1]):
@@ -128,7 +194,7 @@ class Streams:
         window = stream.seq[stream.start:]
         own = KVCache()
         logits, _ = self.model(torch.tensor([window], device=self.model.tok_emb.weight.device), cache=own,
-                               steer=stream.steer)
+                               hooks=steering(stream.steer))
         cache.put(row, own)
         self._emit(stream, logits[0, -1], len(window))
 

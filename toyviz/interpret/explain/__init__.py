@@ -24,8 +24,8 @@ What each can claim, in one line each (the docstrings say more):
 - Attention weights are none of the above: attention is not explanation.
 
 `why` gathers them into one answer with a paragraph written from its numbers (no language model).
-One module an idea: `forward` (the model's forward composed from its pieces, with edits: every
-method runs on it), `attribution`, `input_saliency`, `activation_patching`, `ngrams`, `report`
+One module an idea: `prompt` (ids, the token asked about, and the model's own forward with hooks:
+every method runs on it), `attribution`, `input_saliency`, `activation_patching`, `ngrams`, `report`
 (the answer and its paragraph), and `translation` (the translator's source saliency beside its
 cross-attention).
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from toyviz.interpret.explain.activation_patching import PAIRS, Pair, Patching, patch_run, patching
 from toyviz.interpret.explain.attribution import KINDS, Components, ablated_logits, components, spearman
-from toyviz.interpret.explain.forward import encode, heads_site, resid_pre, run
+from toyviz.interpret.explain.prompt import encode, heads_site, resid_pre, run
 from toyviz.interpret.explain.input_saliency import Saliency, saliency
 from toyviz.interpret.explain.ngrams import Ngram, NgramIndex, build_index, corpus_ids, example_text, occurrences, where_from
 from toyviz.interpret.explain.report import PANELS, TOP_CHOICES, Why, paragraph, top_next, why

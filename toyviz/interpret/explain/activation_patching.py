@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from toyviz.api import GPT, PromptError
-from toyviz.interpret.explain.forward import capture, encode, final_logits, heads_site, pick_token, resid_pre, run, stream
+from toyviz.interpret.explain.prompt import capture, encode, heads_site, pick_token, resid_pre, run
+from toyviz.models import names
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ def _pair_ids(gpt: GPT, clean: str, corrupted: str) -> tuple[list[int], list[int
 
 
 def _cache(gpt: GPT, ids: list[int]) -> dict[str, torch.Tensor]:
-    """Every edit point's value in one pass over ids: resid_pre.i and final (1, T, C),
+    """The patchable points' values in one pass over ids: resid_pre.i and final (1, T, C),
     attn.i.heads (1, nh, T, hs)."""
     store: dict[str, torch.Tensor] = {}
     L = gpt.config.n_layer
-    sites = [resid_pre(i) for i in range(L)] + [heads_site(i) for i in range(L)] + ["final"]
-    run(gpt, ids, {s: capture(store, s) for s in sites})
+    points = [resid_pre(i) for i in range(L)] + [heads_site(i) for i in range(L)] + [names.FINAL]
+    run(gpt, ids, {k: v for point in points for k, v in capture(store, point).items()})
     return store
 
 
@@ -105,35 +106,33 @@ def patching(gpt: GPT, clean: str, corrupted: str, clean_answer=None, corrupted_
     model, L = gpt.model, gpt.config.n_layer
     a, b = _pair_ids(gpt, clean, corrupted)
     clean_cache, corr_cache = _cache(gpt, a), _cache(gpt, b)
-    ca = pick_token(gpt, clean_answer, final_logits(model, clean_cache["final"])[0, -1])
-    cb = pick_token(gpt, corrupted_answer, final_logits(model, corr_cache["final"])[0, -1])
+    final = names.FINAL
+    ca = pick_token(gpt, clean_answer, model.head(model.ln_f(clean_cache[final]))[0, -1])
+    cb = pick_token(gpt, corrupted_answer, model.head(model.ln_f(corr_cache[final]))[0, -1])
     if ca == cb:
         raise PromptError(f"both prompts predict {gpt.tokenizer.piece(ca)!r}: name two different answers")
     W = model.head.weight
     metric = lambda final: model.ln_f(final[:, -1]) @ (W[ca] - W[cb])   # (B, T, C) → (B,)
-    m_clean, m_corr = float(metric(clean_cache["final"])), float(metric(corr_cache["final"]))
+    m_clean, m_corr = float(metric(clean_cache[final])), float(metric(corr_cache[final]))
     if abs(m_clean - m_corr) < 1e-6:
         raise PromptError("the metric is the same on both prompts: nothing to patch")
-    T, rope = len(a), model.embed(torch.tensor([a], device=gpt.device))[2]
-    eye = torch.eye(T, dtype=torch.bool, device=gpt.device)[:, :, None]      # (T, T, 1) row r patches position r
+
+    def final_stream(edits: dict) -> torch.Tensor:
+        """The stream the final norm reads in the corrupted run with `edits` (a batch, one row per patch)."""
+        seen: dict[str, torch.Tensor] = {}
+        run(gpt, b, {**edits, **capture(seen, final)})
+        return seen[final]
+
+    T, H = len(a), gpt.config.n_head
+    rows = torch.eye(T, dtype=torch.bool, device=gpt.device)[:, :, None]      # (T, T, 1) row r patches position r
     resid = []
-    with torch.no_grad():
-        for i in range(L + 1):
-            site = resid_pre(i) if i < L else "final"
-            x = torch.where(eye, clean_cache[site], corr_cache[site])        # (T, T, C)
-            resid.append(metric(stream(model, x, rope=rope, start=i) if i < L else x))
-        heads = [metric(_heads_patched(gpt, i, clean_cache, corr_cache, rope)) for i in range(L)]
+    for i in range(L + 1):
+        site = resid_pre(i) if i < L else final
+        x = torch.where(rows, clean_cache[site], corr_cache[site])            # (T, T, C)
+        resid.append(metric(final_stream({site: lambda t, x=x: x}) if i < L else x))
+    head_rows = torch.eye(H, dtype=torch.bool, device=gpt.device)[:, :, None, None]   # (H, H, 1, 1)
+    heads = [metric(final_stream({heads_site(i): lambda y, i=i: torch.where(head_rows, clean_cache[heads_site(i)], y)}))
+             for i in range(L)]                                               # row h: head h given its clean output
     norm = lambda m: ((torch.stack(m).double() - m_corr) / (m_clean - m_corr)).float()
     return Patching(gpt.tokenizer.pieces(a), gpt.tokenizer.pieces(b), ca, cb, m_clean, m_corr,
-                    [resid_pre(i) for i in range(L)] + ["final"], norm(resid), norm(heads))
-
-
-def _heads_patched(gpt: GPT, layer: int, clean_cache, corr_cache, rope) -> torch.Tensor:
-    """Final streams (H, T, C) of the corrupted run with head h of `layer` given its clean output in row h."""
-    H = gpt.config.n_head
-    eye = torch.eye(H, dtype=torch.bool, device=gpt.device)[:, :, None, None]  # (H, H, 1, 1)
-    clean_out = clean_cache[heads_site(layer)]                                 # (1, H, T, hs)
-    edit = lambda y: torch.where(eye, clean_out, y)                            # y (H, H, T, hs)
-    x = corr_cache[resid_pre(layer)].expand(H, -1, -1)
-    return stream(gpt.model, x, rope=rope, edits={heads_site(layer): edit}, start=layer)
-
+                    [resid_pre(i) for i in range(L)] + [final], norm(resid), norm(heads))

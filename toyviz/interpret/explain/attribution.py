@@ -17,7 +17,8 @@ import torch
 from toyviz.models import names
 from toyviz.interpret.readout import direct_logit_attribution
 from toyviz.api import GPT
-from toyviz.interpret.explain.forward import check_position, encode, pick_token, replace, resid_pre, run
+from toyviz.interpret.explain.prompt import check_position, encode, pick_token, run
+from toyviz.models.hooks import ablation, replace
 
 KINDS = ("zero", "mean")
 
@@ -80,24 +81,14 @@ def attribution(trace, model, position: int, token: int) -> tuple[list[str], tor
     return list(parts), torch.tensor(list(parts.values()), dtype=torch.float64)
 
 
-def _ablation(gpt: GPT, label: str, kind: str) -> tuple[dict, dict]:
-    """A component's label → (the forward's `ablate` for a head, or edits for embed/MLP)."""
+def ablated_logits(gpt: GPT, ids: list[int], label: str, kind: str) -> torch.Tensor:
+    """Logits [T, V] with one component removed, by a hook on the model's own forward: a head's output
+    ("L1 H3"), the embedding (the stream entering block 0) or an MLP's write ("mlp.2") zeroed or
+    replaced by its mean over positions."""
     if label.startswith("L"):                                         # "L1 H3"
         layer, head = (int(s[1:]) for s in label.split())
-        return gpt.ablation([(layer, head)], kind), {}
-    site = resid_pre(0) if label == names.EMBED else label            # "mlp.2" is its own edit point
-    return {}, {site: replace(None, kind)}
-
-
-def ablated_logits(gpt: GPT, ids: list[int], label: str, kind: str) -> torch.Tensor:
-    """Logits [T, V] with one component removed: a head through the model's own `ablate` argument;
-    the embedding (the stream entering block 0) or an MLP's write zeroed or replaced by its mean
-    over positions, in the forward composed from the model's modules (`run`)."""
-    ablate, edits = _ablation(gpt, label, kind)
-    if ablate:
-        with torch.no_grad():
-            return gpt.model(torch.tensor([ids], device=gpt.device), ablate=ablate)[0][0]
-    return run(gpt, ids, edits)
+        return run(gpt, ids, ablation(gpt.ablation([(layer, head)], kind)))
+    return run(gpt, ids, replace(names.resid_pre(0) if label == names.EMBED else label, kind))
 
 
 @torch.no_grad()

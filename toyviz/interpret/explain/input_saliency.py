@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from toyviz.api import GPT, PromptError
-from toyviz.interpret.explain.forward import check_position, encode, inputs, pick_token, run, stream
+from toyviz.interpret.explain.prompt import capture, check_position, encode, pick_token, run
+from toyviz.models import names
 
 
 @dataclass
@@ -61,19 +62,19 @@ def saliency(gpt: GPT, text: str, token=None, *, position: int = -1, steps: int 
     if steps < 1:
         raise PromptError("steps must be 1 or more")
     model, ids = gpt.model, encode(gpt, text)
-    idx = torch.tensor([ids], device=gpt.device)
     p = check_position(position, len(ids))
+    seen = {}
+    target = pick_token(gpt, token, run(gpt, ids, capture(seen, names.TOKENS))[p])
     with torch.no_grad():
-        tok, pos, rope = inputs(model, idx)                          # (1, T, C), (T, C)|None
+        tok = seen[names.TOKENS]                                      # (1, T, C) as the model scales them
         base = _baseline(gpt, tok, baseline)
-        target = pick_token(gpt, token, run(gpt, ids)[p])
         alphas = torch.linspace(0, 1, steps + 1, device=tok.device)[:, None, None]
         path = (base + alphas * (tok - base)).detach()                # (S+1, T, C), path[-1] is the input
     with torch.enable_grad():
         path.requires_grad_(True)
-        x = path if pos is None else path + pos
-        final = stream(model, x, rope=rope)[:, p]                    # (S+1, C)
-        logit = model.head(model.ln_f(final))[:, target]              # (S+1,)
+        # the token embeddings become the path (positions are added to it as usual): S+1 rows at once
+        logits, _ = model(torch.tensor([ids], device=gpt.device), hooks={names.TOKENS: lambda t: path})
+        logit = logits[:, p, target]                                  # (S+1,)
         grads, = torch.autograd.grad(logit.sum(), path)               # (S+1, T, C)
     logit = logit.detach()
     w = torch.full((steps + 1,), 1.0 / steps, device=tok.device)

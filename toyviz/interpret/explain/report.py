@@ -11,7 +11,7 @@ import torch
 from toyviz.api import GPT
 from toyviz.interpret.readout import logit_lens
 from toyviz.interpret.explain.attribution import Components, components
-from toyviz.interpret.explain.forward import check_position, encode, pick_token
+from toyviz.interpret.explain.prompt import check_position, encode, pick_token
 from toyviz.interpret.explain.input_saliency import Saliency, saliency
 from toyviz.interpret.explain.ngrams import Ngram, NgramIndex, where_from
 

@@ -7,7 +7,6 @@ differ, it is not (attention is not explanation) — this measures which it is, 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +14,8 @@ import torch
 
 from toyviz.api import Translation, Translator
 from toyviz.interpret.explain.attribution import spearman
+from toyviz.interpret.explain.prompt import capture
+from toyviz.models import names
 
 
 @dataclass
@@ -39,13 +40,13 @@ def source_gradients(translator: Translator, translation: Translation) -> torch.
     src = torch.tensor([trace.src_ids], device=model.src_emb.weight.device)
     tgt = torch.tensor([trace.tgt_ids], device=src.device)
     targets = torch.tensor(trace.output_ids, device=src.device)             # (T,)
-    T, S = len(trace.output_ids), src.shape[1]
+    T, point = len(trace.output_ids), names.ENCODER + names.TOKENS
+    seen = {}
+    with torch.no_grad():
+        model.encode(src, torch.ones_like(src, dtype=torch.bool), hooks=capture(seen, point))
     with torch.enable_grad():
-        tokens = (model.src_emb(src) * math.sqrt(model.config.d_model)).detach().expand(T, -1, -1).clone()
-        tokens.requires_grad_(True)                                          # (T, S, C): one copy per output token
-        keep = torch.ones(T, S, dtype=torch.bool, device=src.device)
-        memory = model._stack(model.drop(tokens + model.pe[:S]), model.encoder, model.enc_norm, None, key_keep=keep)
-        logp = model.decode(tgt.expand(T, -1), memory, keep).log_softmax(-1)  # (T, T, V)
+        tokens = seen[point].expand(T, -1, -1).clone().requires_grad_(True)  # (T, S, C): one copy per output token
+        logp = model(src, tgt.expand(T, -1), hooks={point: lambda t: tokens}).log_softmax(-1)   # (T, T, V)
         rows = torch.arange(T, device=src.device)
         grads, = torch.autograd.grad(logp[rows, rows, targets].sum(), tokens)
     return (grads * tokens.detach()).sum(-1).float().cpu()                   # (T, S)
