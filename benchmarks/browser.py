@@ -94,7 +94,8 @@ def main(argv=None):
         queue = []
         page.on("request", lambda r: queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
         slider = [page.evaluate(SLIDER, 0.5 + (i % 10) / 10) for i in range(repeats)]
-        text = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer the slings"
+        text = ("To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer the slings "
+                "and arrows of outrageous fortune, or to take arms against a sea of troubles, and by opposing end them")
         keys = [page.evaluate(KEYSTROKE, text[: 20 + i * (len(text) - 20) // repeats]) for i in range(repeats)]
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": 2})
         run = page.evaluate(GENERATE, [64 if args.quick else 128, 0])

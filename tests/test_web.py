@@ -81,3 +81,13 @@ def test_step_graph_generates_what_the_python_model_generates(gpt, sessions, tex
     ids = gpt.encode(text)[0]
     expected = [s.token for s in gpt.generate(text, 64, temperature=0)]
     assert greedy(sessions, ids, 64, gpt.config.context) == expected
+
+
+def test_without_the_page_build_the_panel_says_the_server_runs_the_model(tmp_path, monkeypatch):
+    from toyviz.app import browser_model
+    monkeypatch.setattr(browser_model, "SCRIPT", tmp_path / "toyviz.js")
+    why = browser_model.missing()
+    assert why is not None and "npm run build" in why
+    panel = browser_model.panel()
+    assert "backend" in panel.js_on_load and why in panel.js_on_load and not panel.head
+    assert browser_model.missing(tmp_path) is not None           # a folder without exported graphs

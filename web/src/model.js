@@ -32,10 +32,8 @@ export class Model {
     // a secure context (https, localhost) has the Cache API and crypto.subtle; plain http on a LAN has neither
     const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.sha256.slice(0, 16)}`) : null;
     const get = (url, gzipped) => fetchBytes(url, { gzipped, cache });
-    performance.mark("toyviz-fetch");
     const [prefill, step, weights, wasm] = await Promise.all([
       get(config.files.prefill), get(config.files.step), get(config.files.weights), get(config.files.wasm, true)]);
-    performance.mark("toyviz-hash");
     let checked = "not checked (no crypto.subtle outside https/localhost)";
     if (globalThis.crypto?.subtle) {
       const digest = await sha256(weights.bytes);
@@ -45,18 +43,17 @@ export class Model {
       }
       checked = "checked";
     }
-    performance.mark("toyviz-sessions");
     ort.env.wasm.wasmBinary = wasm.bytes;
-    ort.env.wasm.numThreads = 1;
-    ort.env.logLevel = "error";              // a Gradio page is not cross-origin isolated: no shared memory
+    ort.env.wasm.numThreads = 1;              // a Gradio page is not cross-origin isolated: no shared memory
+    ort.env.logLevel = "error";
     const options = { executionProviders: ["wasm"], externalData: [{ path: "model.safetensors", data: weights.bytes }] };
-    const sessions = [await ort.InferenceSession.create(prefill.bytes, options)];
-    performance.mark("toyviz-prefill");
-    sessions.push(await ort.InferenceSession.create(step.bytes, options));
-    performance.mark("toyviz-step");
-    return new Model(config, ...sessions, { checked, fromCache: weights.fromCache && wasm.fromCache });
+    const prefillSession = await ort.InferenceSession.create(prefill.bytes, options);
+    // the step graph only serves generation: it loads while the page already shows bars and attention
+    const stepSession = ort.InferenceSession.create(step.bytes, options);
+    return new Model(config, prefillSession, stepSession, { checked, fromCache: weights.fromCache && wasm.fromCache });
   }
 
+  // step: a Promise of the step graph's session
   constructor(config, prefill, step, loaded) {
     Object.assign(this, { config, prefill, step, loaded });
     this.L = config.n_layer; this.H = config.n_head; this.V = config.vocab_size;
@@ -74,7 +71,7 @@ export class Model {
   // one new id after the cached keys/values → {logits (V), keys, values}
   async next(id, keys, values) {
     const input = new ort.Tensor("int64", BigInt64Array.of(BigInt(id)), [1, 1]);
-    const out = await this.step.run({ ids: input, past_keys: keys, past_values: values });
+    const out = await (await this.step).run({ ids: input, past_keys: keys, past_values: values });
     keys.dispose?.(); values.dispose?.();
     return { logits: out.logits.data, keys: out.keys, values: out.values };
   }

@@ -137,18 +137,24 @@ export class Panel {
     this.output.replaceChildren(this.prompt.value, generated);
     const started = performance.now();
     let made = 0;
-    for await (const logits of this.model.logitsFor(seq)) {
-      if (this.stopped || made >= Number(this.tokens.value)) break;
-      this.logits = logits;
-      const probs = nextTokenProbs(logits, ...this.settings());
-      const id = draw(probs, uniform);
-      seq.push(id); made++;
-      text.appendData(decoder.decode(this.tokenizer.tokenBytes(id), { stream: true }));
-      this.drawBarsNextFrame();
-      await yieldToPage();          // Stop's click and the paint get in between two tokens
+    try {
+      for await (const logits of this.model.logitsFor(seq)) {
+        if (this.stopped || made >= Number(this.tokens.value)) break;
+        this.logits = logits;
+        const probs = nextTokenProbs(logits, ...this.settings());
+        const id = draw(probs, uniform);
+        seq.push(id); made++;
+        text.appendData(decoder.decode(this.tokenizer.tokenBytes(id), { stream: true }));
+        this.drawBarsNextFrame();
+        await yieldToPage();          // Stop's click and the paint get in between two tokens
+      }
+    } catch (error) {
+      this.say(`Generation failed in the browser: ${error.message}`);
+      throw error;
+    } finally {
+      this.running = false; this.go.disabled = false; this.stop.disabled = true;
     }
     const seconds = (performance.now() - started) / 1000;
-    this.running = false; this.go.disabled = false; this.stop.disabled = true;
     this.lastRun = { tokens: seq.slice(seq.length - made), seconds, stopped: this.stopped };
     return this.lastRun;
   }
