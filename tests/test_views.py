@@ -410,7 +410,8 @@ def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(
     assert hits and f"**#{hits[0]}**" in views.features_view(shipped, PROMPT, 5, "lord")[-1]
     assert "Feature #5:" in views.features_view(shipped, PROMPT, 5, "")[2]
     last = len(features) - 1
-    assert f"Feature #{last}:" in views.features_view(shipped, PROMPT, 10**6, "")[2]       # clamped, as a slider
+    with pytest.raises(PromptError, match=f"from -1 to {last}"):       # refused: the box would still say 10**6
+        views.features_view(shipped, PROMPT, 10**6, "")
 
 
 def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_text(shipped, monkeypatch):

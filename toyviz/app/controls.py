@@ -2,7 +2,9 @@
 sliders, the clamps applied to every browser/API value, and the deep links all read.
 
 `setting(name, value)` forces a value from a browser or the HTTP API into its control's range (a
-typed 99 becomes the maximum, junk gives a PromptError), so nothing absurd reaches a model.
+typed 99 becomes the maximum, junk gives a PromptError), so nothing absurd reaches a model: for a slider,
+whose box then shows the clamped value. `checked(name, value)` refuses a value outside the range instead,
+naming it: for a number box, which would go on showing what was typed beside a figure of something else.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
 RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
           "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),
           "query": (-1, None), "snapshot": (-1, None), "feature": (-1, None), "steer_feature": (-1, None),
-          "steer_alpha": (-40.0, 40.0)}
+          "steer_alpha": (-40.0, 40.0), "token_id": (0, None)}
 
 
 def clamp(value, low, high, kind=float, name="value"):
@@ -46,3 +48,16 @@ def setting(name: str, value, upper: int | None = None):
     """A control's value clamped to its range in RANGES (upper: the model-dependent maximum)."""
     low, high = RANGES[name]
     return clamp(value, low, upper if high is None else high, type(DEFAULTS[name]), name.replace("_", "-"))
+
+
+def checked(name: str, value, upper: int | None = None, meaning: str = ""):
+    """A number box's value if it is in its range in RANGES, else a PromptError naming the range (and
+    `meaning`, what its lowest value means): the box keeps what was typed, so a silent clamp would put
+    feature 2047 beside a box saying 999999."""
+    low, high = RANGES[name]
+    high, kind = upper if high is None else high, type(DEFAULTS.get(name, 0))
+    number = clamp(value, float("-inf"), float("inf"), float, name.replace("_", " "))
+    if not low <= number <= high or (kind is int and number != int(number)):
+        raise PromptError(f"{name.replace('_', ' ')} must be {'a whole number' if kind is int else 'a number'} "
+                          f"from {low} to {high}{meaning}, not {value}")
+    return kind(number)

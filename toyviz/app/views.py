@@ -10,15 +10,13 @@ The figure-returning outputs are plotly figures; text outputs are Markdown or HT
 from __future__ import annotations
 
 import html
-import tempfile
 import time
-from pathlib import Path
 from typing import Iterator
 
 from toyviz.interpret import explain
 from toyviz.api import PromptError
 from toyviz.models.config import GPTConfig
-from toyviz.app.controls import DEFAULT_PROMPT, DEFAULT_SOURCE, clamp, setting
+from toyviz.app.controls import DEFAULT_PROMPT, DEFAULT_SOURCE, checked, clamp, setting
 from toyviz.app.explorer import BUSY_GENERATIONS, Explorer, clean_prompt
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import experiments as experiment_figs
@@ -36,6 +34,7 @@ from toyviz.app.figures import translation as translation_figs
 from toyviz.interpret.heads import HeadLabel, general_label, label_heads
 from toyviz.models.layers import sinusoidal_encoding
 from toyviz.models.size import PRESETS, count_parameters, describe_size
+from toyviz.serving.files import EXPORTS
 
 LOADED_GPT, LOADED_TRANSLATOR = "this app's GPT", "this app's translator"     # size-calculator presets
 
@@ -282,6 +281,8 @@ def sources_html(explorer: Explorer, answer) -> str:
 
 def why_view(explorer: Explorer, prompt, token="", projector=False):
     """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
+    if isinstance(token, (int, float)) or str(token).strip().lstrip("-").isdigit():     # an id, not a piece
+        token = checked("token_id", token, upper=explorer.need_gpt().config.vocab_size - 1)
     answer, note = explorer.why(prompt, token)
     top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
     summary = (paragraph_html(explain.paragraph(answer)) +
@@ -328,7 +329,7 @@ def features_view(explorer: Explorer, prompt, feature=-1, search="", projector=F
     """The prompt's features, one feature's dashboard (-1: the prompt's strongest), and a list to pick from."""
     features = explorer.features()
     found, note = explorer.prompt_features(prompt)
-    feature = setting("feature", feature, upper=len(features) - 1)
+    feature = checked("feature", feature, upper=len(features) - 1, meaning=" (-1 = the prompt's strongest)")
     strongest = found.strongest(LISTED_FEATURES)
     if feature < 0:
         feature = strongest[0] if strongest else features.by_frequency()[0]
@@ -387,6 +388,19 @@ def probability_html(pieces: list[tuple[str, float]]) -> str:
                    f'{0.12 + 0.6 * p:.2f})">{html.escape(text)}</span>' for text, p in pieces)
 
 
+def steering_feature(explorer: Explorer, feature, alpha) -> int:
+    """The steering box's feature number if the dictionary has it (-1: off); a number past it is refused,
+    not steered with the nearest feature. Without a dictionary, generating unsteered still works."""
+    off = " (-1 = off)"
+    try:
+        upper = len(explorer.features()) - 1
+    except PromptError:
+        if setting("steer_alpha", alpha) != 0 and checked("steer_feature", feature, 2**31 - 1, off) >= 0:
+            raise
+        upper = 2**31 - 1
+    return checked("steer_feature", feature, upper=upper, meaning=off)
+
+
 def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, max_new=80, seed=0,
                   projector=False, steer_feature=-1, steer_alpha=0.0) -> Iterator[tuple]:
     """Live sampling: yields (note, text HTML, next-token bars, generated-tokens figure) as tokens arrive,
@@ -396,7 +410,7 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     text, note = clean_prompt(prompt)
     t, k, p = sampling_settings(temperature, top_k, top_p)
     max_new, seed = setting("max_new", max_new), setting("seed", seed)
-    steer, steered = explorer.steering(steer_feature, steer_alpha)
+    steer, steered = explorer.steering(steering_feature(explorer, steer_feature, steer_alpha), steer_alpha)
     note += steered
     pieces, tokens, sent, start = [], [], -1.0, time.perf_counter()
     with explorer.generations():
@@ -530,6 +544,4 @@ def preset_fields(explorer: Explorer, preset) -> list | None:
 def export_page(tab: str, outputs) -> str:
     """A tab's figures (from its renderer's outputs) as one offline HTML page → the file's path."""
     figures = [o for o in outputs if hasattr(o, "to_html")]
-    path = Path(tempfile.mkdtemp(prefix="toyviz-")) / f"toyviz-{tab}.html"
-    path.write_text(standalone_html(figures, f"toyviz — {tab}"), encoding="utf-8")
-    return str(path)
+    return EXPORTS.write(f"toyviz-{tab}.html", standalone_html(figures, f"toyviz — {tab}"))
