@@ -69,6 +69,8 @@ def test_a_run_paused_at_step_n_and_resumed_ends_with_the_weights_of_the_unpause
     main(["translator", "--steps", "8", *TINY, "--out", str(split), "--pause-at-step", "3"])
     state = bible_cache / "runs" / "split"
     assert (state / "state.pt").is_file() and not (split / "training.json").exists()
+    split.mkdir(exist_ok=True)
+    (split / "README.md").write_text("# old card\n\n## Recipe\nold recipe\n\n## History\nHow it came to be.\n")
     main(["translator", "--steps", "8", *TINY, "--out", str(split), "--resume"])
 
     a, b = load_file(whole / "model.safetensors"), load_file(split / "model.safetensors")
@@ -82,6 +84,9 @@ def test_a_run_paused_at_step_n_and_resumed_ends_with_the_weights_of_the_unpause
     assert "--resume" not in facts["command"] and "--pause-at-step" not in facts["command"]
     assert facts["sources"] == ["web", "kjv"] and facts["steps"] == 8
     assert facts["metrics"]["shipped"]["heldout_loss"] > 0
+    card = (split / "README.md").read_text()
+    assert "## History\nHow it came to be." in card and "old recipe" not in card   # hand-written sections kept
+    assert "King James Version" in card and card.index("## History") < card.index("## Licence")
 
 
 def test_resume_refuses_a_missing_state_and_other_flags_and_a_fresh_run_will_not_overwrite_one(tmp_path, bible_cache):

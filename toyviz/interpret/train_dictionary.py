@@ -243,7 +243,7 @@ def main(argv=None) -> dict:
                "ce_recovered": (ce["ce_zero"] - ce["ce_sae"]) / (ce["ce_zero"] - ce["ce_gpt"]), **ce,
                "l0": quality["l0"], "dead": quality["dead"], "train_tokens": len(windows) * (windows.shape[1] - 1),
                **facts, "held_out_tokens": quality["held_out_tokens"], "ce_tokens": int(y[: args.ce_windows].numel()),
-               "minutes": (time.time() - start) / 60, "gpt": str(gpt.source),
+               "minutes": (time.time() - start) / 60, "gpt": args.gpt,           # what toyviz.load was told, not this machine's path
                "command": " ".join(["python -m toyviz.features", *argv])}
     save(Path(args.out) if args.out else Path(gpt.source) / FOLDER, sae, dashboards, metrics)
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}))

