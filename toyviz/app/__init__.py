@@ -1,2 +1,4 @@
-"""The web app's parts, testable without a browser: the explorer (models and caches), tab renderers
-(views), the tab table (tabs), control ranges, deep links, Gradio widgets, and the figure builders."""
+"""The web app's parts, testable without a browser: what the app holds (loaded: the models; caches;
+explorer: the prompt-level methods the tabs call), the tab renderers (views), the tab table (tabs),
+each tab's Gradio layout (layout), control ranges, deep links, Gradio widgets, the figure builders
+(figures/), and the in-browser GPT's panel (browser_model)."""
