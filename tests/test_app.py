@@ -31,6 +31,7 @@ import app  # noqa: E402
 import toyviz  # noqa: E402
 from toyviz.models.checkpoint import CHECKPOINTS, save_folder  # noqa: E402
 from toyviz.models.config import GPTConfig, TranslatorConfig  # noqa: E402
+from toyviz.app import views  # noqa: E402
 from toyviz.app.controls import MAX_PROMPT_CHARS  # noqa: E402
 from toyviz.app.explorer import Explorer  # noqa: E402
 from toyviz.models.gpt import ToyGPT  # noqa: E402
@@ -208,12 +209,31 @@ def shipped_endpoints(a: App) -> dict:
     return endpoints(min(g.n_layer, 2), min(g.n_head, 3), t.n_decoder_layer if t else 1, t.n_head if t else 1)
 
 
+RENDERERS = {"/tokens": views.tokens_view, "/positional": views.positions_view, "/attention": views.attention_view,
+             "/inside": views.inside_view, "/layernorm": views.layernorm_view, "/residual": views.residual_view,
+             "/why": views.why_view, "/next_token": views.next_token_view, "/translate": views.translate_view,
+             "/model": views.model_view}
+
+
 @pytest.mark.parametrize("api", list(endpoints(2, 3, 2, 3)))
 def test_every_endpoint_answers_a_plain_input(shipped, api):
     if api == "/translate" and shipped.explorer.translator is None:
         pytest.skip("checkpoints/translator is missing")
     args, spec = shipped_endpoints(shipped)[api]
     result = check_shape(shipped.call(*args, api=api), spec, api)
+    if api in RENDERERS:        # what came over HTTP is what the renderer draws (its content: tests/test_views.py)
+        local = RENDERERS[api](shipped.explorer, *args)
+        for i, (sent, drawn, kind) in enumerate(zip(result, local, spec)):
+            if kind == "T":
+                assert sent == drawn, f"{api} output {i}"
+            elif drawn is not None:
+                drawn = json.loads(drawn.to_json())
+                assert figure(sent)["data"] == drawn["data"] and figure(sent)["layout"] == drawn["layout"], \
+                    f"{api} output {i}: {title(figure(sent))!r}"
+    if api == "/attention":     # and one figure against the model's own trace, decoded from the JSON
+        layer, head = args[1:3]
+        probs = np.nan_to_num(array(figure(result[2])["data"][0]["z"]).astype(float))
+        assert np.allclose(probs, shipped.explorer.gpt.trace(PROMPT).attention[layer, head].float(), atol=1e-5)
     adds_no_vector = shipped.explorer.gpt.config.positional in ("rope", "none")
     if api == "/positional" and adds_no_vector:        # says what its curves show instead
         assert "adds no position vector" in result[0]
@@ -288,11 +308,14 @@ def test_generate_is_reproducible_with_a_seed(shipped):
 
 
 
-def test_a_visitor_streams_one_generation_at_a_time(shipped):
+def test_a_visitor_streams_one_generation_at_a_time(shipped, monkeypatch):
     """A second Generate from the same session while the first streams gets a message that says why;
     another visitor (their own client, their own session) is not held back, and once the first
-    generation ends the visitor may start again."""
-    first = shipped.client.submit(PROMPT, 0.8, 50, 0.95, 200, 0, False, api_name="/generate")   # paced: ~6 s
+    generation ends the visitor may start again. The first is held open by its pacing, one token a
+    second (200 s for all), until the checks are done, then let go: on a slow machine a generation
+    paced for reading (~8 s) could end before the second request arrived."""
+    monkeypatch.setattr(views, "TOKENS_PER_S", 1.0)                # the server runs in this process
+    first = shipped.client.submit(PROMPT, 0.8, 50, 0.95, 200, 0, False, api_name="/generate")
     deadline = time.monotonic() + TIMEOUT
     while not first.outputs() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -305,6 +328,7 @@ def test_a_visitor_streams_one_generation_at_a_time(shipped):
                             .result(timeout=TIMEOUT)[1]).strip()
     finally:
         other.close()
+    monkeypatch.setattr(views, "TOKENS_PER_S", 10 ** 6)             # the rest as fast as the model goes
     first.result(timeout=TIMEOUT)
     assert visible_text(shipped.call(PROMPT, 0.8, 50, 0.95, 4, 0, False, api="/generate")[1]).strip()
 
