@@ -5,7 +5,9 @@ JSON line (a benchmark: nothing here asserts).
 
 - first_visit_bytes: everything the page transferred until window.toyviz was ready, in a fresh profile
   (Gradio's page and the model: onnxruntime's wasm gzipped, the graphs, model.safetensors, the tokenizer);
-  first_visit_ready_s / second_visit_ready_s: navigation → ready, the second from the browser's Cache API
+  first_visit_ready_s / second_visit_ready_s: navigation → ready, the second from the browser's Cache API,
+  and *_visit_ms where that went: page (navigation → the panel's script starts), files (fetched or read
+  from the cache), hash (sha256 of the weights; none from the cache), session (wasm compiled, prefill graph loaded)
 - slider_to_bars_ms: median, a temperature change → the bars redrawn and the frame painted
 - keystroke_to_forward_ms: median, a character typed (T ≤ 64) → tokenized, forward pass, heatmap and bars painted
 - tokens_per_s_cpu_2x: live generation of 128 tokens (temperature 1) with the page's CPU slowed 2×
@@ -63,7 +65,8 @@ def start_app():
 
 
 def visit(context, url):
-    """Open the Sample tab and wait for window.toyviz; → (page, bytes transferred, ready seconds, cdp session)."""
+    """Open the Sample tab and wait for window.toyviz; → (page, bytes transferred, ready seconds, cdp session,
+    where the time went: ms until the panel's script ran, then reading the files, hashing, the first session)."""
     page = context.new_page()
     cdp = context.new_cdp_session(page)
     cdp.send("Network.enable")
@@ -74,7 +77,8 @@ def visit(context, url):
     backend = page.evaluate("window.toyviz.ready")
     if backend != "browser":
         raise SystemExit(f"the page fell back to the server: {page.evaluate('window.toyviz.reason')}")
-    return page, sum(received), page.evaluate("window.toyviz.readyAt") / 1000, cdp
+    ms = page.evaluate("({page: window.toyviz.mountedAt, ...window.toyviz.model.loaded.ms})")
+    return page, sum(received), page.evaluate("window.toyviz.readyAt") / 1000, cdp, {k: round(v) for k, v in ms.items()}
 
 
 def main(argv=None):
@@ -88,9 +92,9 @@ def main(argv=None):
     with sync_playwright() as p:
         browser = stream.launch(p)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page, first_bytes, first_s, _ = visit(context, url)
+        page, first_bytes, first_s, _, first_ms = visit(context, url)
         page.close()
-        page, _, second_s, cdp = visit(context, url)           # same profile: the Cache API has the model
+        page, _, second_s, cdp, second_ms = visit(context, url)           # same profile: the Cache API has the model
         queue = []
         page.on("request", lambda r: queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
         slider = [page.evaluate(SLIDER, 0.5 + (i % 10) / 10) for i in range(repeats)]
@@ -108,6 +112,7 @@ def main(argv=None):
         demo.close()
     print(json.dumps({
         "first_visit_bytes": first_bytes, "first_visit_ready_s": round(first_s, 2), "second_visit_ready_s": round(second_s, 2),
+        "first_visit_ms": first_ms, "second_visit_ms": second_ms,
         "slider_to_bars_ms": round(statistics.median(slider), 1),
         "keystroke_to_forward_ms": round(statistics.median(ms for ms, _ in keys), 1), "keystroke_T": max(T for _, T in keys),
         "tokens_per_s_cpu_2x": round(len(run["tokens"]) / run["seconds"], 1),

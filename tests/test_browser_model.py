@@ -56,12 +56,15 @@ def browser():
         b.close()
 
 
-def open_page(browser, url, block_weights=False):
-    """The Sample tab once window.toyviz is ready; `queue`: the queue requests the page sent after that."""
+def open_page(browser, url, weights=None):
+    """The Sample tab once window.toyviz is ready; `queue`: the queue requests the page sent after that.
+    weights: what a request for model.safetensors gets instead of the file, "unreachable" or other bytes."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})   # a new context: an empty Cache API
     page.set_default_timeout(WAIT)
-    if block_weights:
+    if weights == "unreachable":
         page.route("**/model.safetensors", lambda route: route.abort())
+    elif weights is not None:
+        page.route("**/model.safetensors", lambda route: route.fulfill(body=weights))
     page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
     page.wait_for_function("window.toyviz !== undefined && window.toyviz.mounted")
     page.evaluate("window.toyviz.ready")
@@ -185,11 +188,13 @@ def test_stop_ends_a_generation(page):
     assert run["stopped"] and len(run["tokens"]) < 2000
 
 
-def test_a_browser_that_cannot_fetch_the_weights_uses_the_server_and_says_why(browser, url):
-    page = open_page(browser, url, block_weights=True)
+@pytest.mark.parametrize("weights, why", [("unreachable", "model.safetensors"),
+                                          (b"\0" * 4096, "not the checkpoint the graphs came from")])
+def test_a_browser_that_cannot_load_the_model_uses_the_server_and_says_why(browser, url, weights, why):
+    page = open_page(browser, url, weights)
     assert page.evaluate("window.toyviz.backend") == "server"
     note = page.locator("#browser-model .tv-backend").inner_text()
-    assert "server" in note and "model.safetensors" in note
+    assert "server" in note and why in note
     assert page.locator(".tv-browser").is_hidden()
     assert page.locator("#generate").is_visible()        # the server's controls are still there
     page.close()

@@ -23,7 +23,7 @@ window.toyvizMount = async function mount(element, config) {
   toyviz.modelHash = config.sha256;
   const panel = (toyviz.panel = new Panel(element));
   panel.say("Loading the model into your browser…");
-  const started = performance.now();
+  const started = (toyviz.mountedAt = performance.now());
   try {
     const ranks = await fetch(config.files.ranks).then((r) => { if (!r.ok) throw new Error(`tokenizer: HTTP ${r.status}`); return r.text(); });
     const tokenizer = new Tokenizer(ranks, config.specials);
@@ -34,7 +34,7 @@ window.toyvizMount = async function mount(element, config) {
     await panel.start(model, tokenizer);
     toyviz.backend = "browser"; toyviz.reason = "";
     toyviz.loadSeconds = (performance.now() - started) / 1000;
-    panel.say(`Running in your browser (onnxruntime-web, ${toyviz.loadSeconds.toFixed(1)} s to load${model.loaded.fromCache ? ", from the cache" : ""}; ` +
+    panel.say(`Running in your browser (onnxruntime-web, ${toyviz.loadSeconds.toFixed(1)} s to load${model.loaded.cached ? ", from the cache" : ""}; ` +
               `weights sha256 ${model.loaded.checked}). Sampling here sends nothing to the server.`);
   } catch (error) {
     toyviz.backend = "server"; toyviz.reason = String(error.message || error);

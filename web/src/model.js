@@ -1,23 +1,22 @@
 // Loading the exported graphs (python -m toyviz.web) into onnxruntime-web and running them.
-// Files come from the browser's Cache API when it has them (keyed by the checkpoint's hash), else
-// from the server once; the wasm is sent gzipped and unpacked here.
+// The files come from the server once (the wasm gzipped, unpacked here), and are kept, unpacked and
+// only once the weights' hash was checked, in the browser's Cache API under the checkpoint's hash:
+// a second visit reads them from there and need not hash again.
 import * as ort from "onnxruntime-web/wasm";
 
 const CACHE = "toyviz-model";
 
-async function fetchBytes(url, { gzipped = false, cache = null } = {}) {
-  let response = cache && (await cache.match(url));
-  const fromCache = Boolean(response);
-  if (!response) {
-    // one retry: a lecture hall's Wi-Fi drops a request now and then
-    response = await fetch(url).catch(() => fetch(url)).catch((error) => {
-      throw new Error(`${url.split("/").pop()}: ${error.message}`);
-    });
-    if (!response.ok) throw new Error(`${url.split("/").pop()}: HTTP ${response.status}`);
-    if (cache) await cache.put(url, response.clone());
-  }
+// → {bytes, cached}: from the cache, else fetched (and unpacked when gzipped)
+async function fetchBytes(url, cache, gzipped = false) {
+  const kept = cache && (await cache.match(url));
+  if (kept) return { bytes: new Uint8Array(await kept.arrayBuffer()), cached: true };
+  // one retry: a lecture hall's Wi-Fi drops a request now and then
+  const response = await fetch(url).catch(() => fetch(url)).catch((error) => {
+    throw new Error(`${url.split("/").pop()}: ${error.message}`);
+  });
+  if (!response.ok) throw new Error(`${url.split("/").pop()}: HTTP ${response.status}`);
   const body = gzipped ? response.body.pipeThrough(new DecompressionStream("gzip")) : response.body;
-  return { bytes: new Uint8Array(await new Response(body).arrayBuffer()), fromCache };
+  return { bytes: new Uint8Array(await new Response(body).arrayBuffer()), cached: false };
 }
 
 async function sha256(bytes) {
@@ -30,19 +29,21 @@ export class Model {
   static async load(config) {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     // a secure context (https, localhost) has the Cache API and crypto.subtle; plain http on a LAN has neither
+    const started = performance.now();
     const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.sha256.slice(0, 16)}`) : null;
-    const get = (url, gzipped) => fetchBytes(url, { gzipped, cache });
-    const [prefill, step, weights, wasm] = await Promise.all([
-      get(config.files.prefill), get(config.files.step), get(config.files.weights), get(config.files.wasm, true)]);
-    let checked = "not checked (no crypto.subtle outside https/localhost)";
-    if (globalThis.crypto?.subtle) {
+    const urls = [config.files.prefill, config.files.step, config.files.weights, config.files.wasm];
+    const files = await Promise.all(urls.map((url) => fetchBytes(url, cache, url === config.files.wasm)));
+    const [prefill, step, weights, wasm] = files;
+    const fetched = performance.now();
+    let checked = weights.cached ? "checked on the first visit" : "not checked (no crypto.subtle outside https/localhost)";
+    if (!weights.cached && globalThis.crypto?.subtle) {
       const digest = await sha256(weights.bytes);
-      if (digest !== config.sha256) {
-        if (cache) await caches.delete(`${CACHE}-${config.sha256.slice(0, 16)}`);
+      if (digest !== config.sha256)
         throw new Error(`model.safetensors is not the checkpoint the graphs came from (sha256 ${digest.slice(0, 12)}…)`);
-      }
       checked = "checked";
+      await Promise.all(urls.map((url, i) => cache?.put(url, new Response(files[i].bytes))));
     }
+    const hashed = performance.now();
     ort.env.wasm.wasmBinary = wasm.bytes;
     ort.env.wasm.numThreads = 1;              // a Gradio page is not cross-origin isolated: no shared memory
     ort.env.logLevel = "error";
@@ -50,7 +51,8 @@ export class Model {
     const prefillSession = await ort.InferenceSession.create(prefill.bytes, options);
     // the step graph only serves generation: it loads while the page already shows bars and attention
     const stepSession = ort.InferenceSession.create(step.bytes, options);
-    return new Model(config, prefillSession, stepSession, { checked, fromCache: weights.fromCache && wasm.fromCache });
+    const ms = { files: fetched - started, hash: hashed - fetched, session: performance.now() - hashed };
+    return new Model(config, prefillSession, stepSession, { checked, cached: files.every((f) => f.cached), ms });
   }
 
   // step: a Promise of the step graph's session
