@@ -29,6 +29,8 @@ from toyviz.app import browser_model, layout, links, views
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
+from toyviz.serving import files
+from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
 from toyviz.serving.server import prepare_server
 from toyviz.app.tabs import TABS, draw_every_tab
@@ -39,13 +41,16 @@ CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="ut
 # benchmarks.load (30 students) 16 slots were all taken (a generation took ~20 s) and the first token
 # waited for one: p95 9.0 s; with 32, 1.5 s
 GENERATIONS_AT_ONCE = 32
+# Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
+# export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
+CLEAN_CACHE = (60, int(files.KEEP_S))
 
 
 def build(explorer: Explorer) -> gr.Blocks:
     """The page: header, tabs, wiring; `demo.ui` keeps the components (tests reach them there)."""
     ui, sizes = SimpleNamespace(), explorer.sizes()
     bind = lambda view: friendly(functools.partial(view, explorer))      # a renderer serving this explorer
-    with gr.Blocks(title="toyviz — see a transformer work") as demo:
+    with gr.Blocks(title="toyviz — see a transformer work", delete_cache=CLEAN_CACHE) as demo:
         layout.header(ui)
         # on a narrow or projector screen the tab buttons wrap onto a second row: none hides in a menu
         with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs", overflow_behavior="wrap") as ui.tabs:
@@ -85,7 +90,8 @@ def wire_tabs(ui, tabs: dict):
         tab.select(lambda name=name: name, None, ui.current, api_visibility="private")
         for control in controls:
             control.change(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
-        gr.Button(visible=False).click(fn, inputs, outputs, api_name=api_name, concurrency_limit=4)
+        gr.Button(visible=False).click(limited(fn, api_name), inputs, outputs, api_name=api_name,
+                                       concurrency_limit=4)          # scripts call these: each visitor's share
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
 
@@ -103,7 +109,8 @@ def wire_tabs(ui, tabs: dict):
         return gr.File(value=views.export_page(tab, fn(*[by_input[i] for i in ins])), visible=True)
 
     ui.refresh = refresh
-    ui.export_button.click(export, [ui.current] + ui.all_inputs, ui.exported, api_name="export", concurrency_limit=2)
+    ui.export_button.click(limited(export, "export"), [ui.current] + ui.all_inputs, ui.exported, api_name="export",
+                           concurrency_limit=2)
     js = clamp_in_page([ui.current] + ui.all_inputs)
     gr.on([ui.run.click, ui.prompt.submit, ui.projector.change, ui.model.change], refresh,
           [ui.current] + ui.all_inputs, ui.all_outputs, js=js, api_visibility="private", concurrency_limit=4)
@@ -125,7 +132,8 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
               api_visibility="private")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,
                 ui.steer_alpha]
-    generate = friendly(one_per_visitor(functools.partial(views.generate_view, explorer)))   # see one_per_visitor
+    generate = limited(friendly(one_per_visitor(functools.partial(views.generate_view, explorer))),  # see one_per_visitor
+                       "generate")
     gen_event = ui.go.click(generate, sampling, [ui.note, ui.generated, ui.bars, ui.generated_plot],
                             js=clamp_in_page(sampling), api_name="generate",
                             concurrency_limit=GENERATIONS_AT_ONCE)
@@ -146,7 +154,7 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
     gr.on([ui.tab_why.select, ui.run.click, ui.prompt.submit],
           lambda p: gr.update(choices=views.why_choices(explorer, p)), ui.prompt, ui.why_token, api_visibility="private")
     patch_fields = [ui.clean, ui.corrupted, ui.clean_answer, ui.corrupted_answer]
-    patch = bind(views.patching_view)
+    patch = limited(bind(views.patching_view), "patching")
     show = lambda: [gr.update(visible=True)] * len(ui.patching_out)
     ui.patch_button.click(patch, patch_fields + [ui.projector], [ui.note] + ui.patching_out, api_name="patching",
                           concurrency_limit=2).success(show, None, ui.patching_out, api_visibility="private")

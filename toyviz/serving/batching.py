@@ -28,6 +28,8 @@ from toyviz.models.gpt import SampledToken, ToyGPT, sample, window_start
 from toyviz.models.hooks import steering
 from toyviz.models.layers import KVCache
 
+ALIVE_CHECK_S = 1.0             # how often a waiting reader checks that the thread serving it still runs
+
 
 class StreamsCache(KVCache):
     """The keys and values of several independent sequences decoded together, one row each
@@ -136,19 +138,32 @@ class Streams:
         if max_new_tokens <= 0:
             return
         with self.wake:
-            self.waiting.append(stream)
-            if self.thread is None:
+            if self.thread is None or not self.thread.is_alive():     # first use, or the last one was killed
+                self.cache, self.rows = StreamsCache(self.model.config.context), []
                 self.thread = threading.Thread(target=self._serve, name="toyviz-streams", daemon=True)
                 self.thread.start()
+            self.waiting.append(stream)
+            serving = self.thread
             self.wake.notify()
         try:
             for _ in range(max_new_tokens):
-                item = stream.out.get()
+                item = self._next(stream, serving)
                 if isinstance(item, BaseException):
                     raise item
                 yield item
         finally:
             stream.stopped = True               # the thread drops its row at its next round
+
+    @staticmethod
+    def _next(stream: Stream, serving: threading.Thread):
+        """The stream's next token; an error if the thread serving it died (killed by something that is not
+        an Exception, which _serve cannot pass on) instead of a reader waiting for good."""
+        while True:
+            try:
+                return stream.out.get(timeout=ALIVE_CHECK_S)
+            except queue.Empty:
+                if not serving.is_alive():
+                    return RuntimeError("the generation stopped: its thread ended; press Generate again")
 
     # ------------------------------------------------------------ the background thread ----
     def _serve(self):
