@@ -198,7 +198,7 @@ def launch_options() -> dict:
     """What `demo.launch` serves with the page besides its components: its style sheet (a <head> the
     page needs, and the folders it serves as static files, belong here too). show_error: a value the API
     cannot even parse (text for a slider) gets its message, not a generic one."""
-    return dict(css=CSS, ssr_mode=False, show_error=True)
+    return dict(css=CSS, ssr_mode=False, show_error=True, head=browser_model.head())
 
 
 def main(argv=None):
