@@ -6,7 +6,7 @@ JSON line (a benchmark: nothing here asserts).
 - first_visit_bytes: everything the page transferred until window.toyviz was ready, in a fresh profile
   (Gradio's page and the model: onnxruntime's wasm gzipped, the graphs, model.safetensors, the tokenizer);
   first_visit_ready_s / second_visit_ready_s: navigation → ready, the second from the browser's Cache API,
-  and *_visit_ms where that went: page (navigation → the panel's script starts), files (fetched or read
+  and *_visit_ms where that went: page (navigation → the model's script starts), files (fetched or read
   from the cache), hash (sha256 of the weights; none from the cache), session (wasm compiled, prefill graph loaded)
 - slider_to_bars_ms: median, a temperature change → the bars redrawn and the frame painted
 - keystroke_to_forward_ms: median, a character typed (T ≤ 64) → tokenized, forward pass, heatmap and bars painted
@@ -73,11 +73,12 @@ def visit(context, url):
     received = []
     cdp.on("Network.loadingFinished", lambda event: received.append(event["encodedDataLength"]))
     page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded", timeout=120_000)
-    page.wait_for_function("window.toyviz !== undefined && window.toyviz.mounted", timeout=120_000)
+    page.wait_for_function("window.toyviz !== undefined", timeout=120_000)
     backend = page.evaluate("window.toyviz.ready")
     if backend != "browser":
         raise SystemExit(f"the page fell back to the server: {page.evaluate('window.toyviz.reason')}")
-    ms = page.evaluate("({page: window.toyviz.mountedAt, ...window.toyviz.model.loaded.ms})")
+    page.wait_for_function("window.toyviz.panel !== undefined && window.toyviz.panel.shown !== null", timeout=120_000)
+    ms = page.evaluate("({page: window.toyviz.startedAt, ...window.toyviz.model.loaded.ms})")
     return page, sum(received), page.evaluate("window.toyviz.readyAt") / 1000, cdp, {k: round(v) for k, v in ms.items()}
 
 
@@ -95,6 +96,7 @@ def main(argv=None):
         page, first_bytes, first_s, _, first_ms = visit(context, url)
         page.close()
         page, _, second_s, cdp, second_ms = visit(context, url)           # same profile: the Cache API has the model
+        page.locator("#bars-plot .gtitle").first.wait_for(timeout=120_000)   # the page's own first requests are over
         queue = []
         page.on("request", lambda r: queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
         slider = [page.evaluate(SLIDER, 0.5 + (i % 10) / 10) for i in range(repeats)]

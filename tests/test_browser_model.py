@@ -66,8 +66,10 @@ def open_page(browser, url, weights=None):
     elif weights is not None:
         page.route("**/model.safetensors", lambda route: route.fulfill(body=weights))
     page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
-    page.wait_for_function("window.toyviz !== undefined && window.toyviz.mounted")
+    page.wait_for_function("window.toyviz !== undefined")
     page.evaluate("window.toyviz.ready")
+    page.wait_for_function("!(document.querySelector('#browser-model .tv-backend')?.textContent ?? 'Loading').startsWith('Loading')")
+    page.locator("#bars-plot .gtitle").first.wait_for()     # the page's own first requests (its tab drawn) are over
     page.queue = []
     page.on("request", lambda r: page.queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
     return page
@@ -186,6 +188,15 @@ def test_stop_ends_a_generation(page):
     page.wait_for_function("window.toyviz.panel.lastRun !== null")
     run = page.evaluate("window.toyviz.panel.lastRun")
     assert run["stopped"] and len(run["tokens"]) < 2000
+
+
+def test_the_model_loads_as_the_page_opens_whichever_tab_is_on_screen(browser, url):
+    page = browser.new_page()
+    page.goto(url, wait_until="domcontentloaded")                         # the first tab, not Sample
+    page.wait_for_function("window.toyviz !== undefined", timeout=WAIT)
+    assert page.evaluate("window.toyviz.ready") == "browser"
+    assert page.evaluate("window.toyviz.panel") is None                 # the Sample tab was never opened
+    page.close()
 
 
 @pytest.mark.parametrize("weights, why", [("unreachable", "model.safetensors"),

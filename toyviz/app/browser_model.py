@@ -1,10 +1,13 @@
-"""The GPT in the student's browser: the Sample tab's panel that runs it there, and the files it fetches.
+"""The GPT in the student's browser: the page's <head> that loads it, the Sample tab's panel that shows
+it, and the files it fetches.
 
-The panel is one gr.HTML: its head loads web/dist/toyviz.js (built by `cd web && npm ci && npm run
-build`), and its js_on_load hands the script the urls of the graphs (checkpoints/gpt/web/, written by
-`python -m toyviz.web`), the checkpoint's model.safetensors and tokenizer, and onnxruntime's wasm.
+`head()` goes to `demo.launch(head=…)`: it hands web/dist/toyviz.js (built by `cd web && npm ci && npm
+run build`) the urls of the graphs (checkpoints/gpt/web/, written by `python -m toyviz.web`), the
+checkpoint's model.safetensors and tokenizer, and onnxruntime's wasm, so the model loads as the page
+opens, whichever tab is on screen (Gradio builds a tab's components only when it is first opened).
 The script defines `window.toyviz` (web/src/main.js) and falls back to the server's controls, saying
-why, when the model cannot load in this browser. Nothing here imports onnx.
+why, when the model cannot load in this browser. `panel()` is where the Sample tab shows it. Nothing
+here imports onnx.
 """
 from __future__ import annotations
 
@@ -49,15 +52,21 @@ def serve(folder: Path = CHECKPOINTS / "gpt") -> None:
     gr.set_static_paths([DIST, folder / "web", folder / "model.safetensors", folder / "tokenizer.tiktoken"])
 
 
-def panel(folder: Path = CHECKPOINTS / "gpt") -> gr.HTML:
-    """The in-browser panel (its files served from now on); without a built script or exported graphs,
-    one quiet line saying so, and the server's controls."""
+def head(folder: Path = CHECKPOINTS / "gpt") -> str:
+    """The page's <head> part (its files served from now on); without a built script or exported graphs,
+    a `window.toyviz` that says the server runs the model, and why."""
     why = missing(folder)
     if why is not None:
         fallback = {"backend": "server", "reason": why, "modelHash": None}
-        js = (f"window.toyviz = Object.assign({json.dumps(fallback)}, {{ready: Promise.resolve('server')}});"
-              f"element.querySelector('.tv-backend').textContent = 'Running on the server: ' + window.toyviz.reason;")
-        return gr.HTML('<div class="tv-backend"></div>', js_on_load=js, elem_id="browser-model")
+        return (f"<script>window.toyviz = Object.assign({json.dumps(fallback)}, {{ready: Promise.resolve('server')}});"
+                f"window.toyvizMount = (element) => {{ element.textContent = 'Running on the server: ' + {json.dumps(why)}; }};"
+                f"</script>")
     serve(folder)
-    return gr.HTML("", head=f'<script src="{url(SCRIPT)}"></script>', elem_id="browser-model",
-                   js_on_load=f"window.toyvizMount(element, {json.dumps(config(folder))});")
+    return f'<script>window.toyvizConfig = {json.dumps(config(folder))};</script><script src="{url(SCRIPT)}"></script>'
+
+
+def panel() -> gr.HTML:
+    """The Sample tab's in-browser panel: prompt, sliders, bars, attention, generation (web/src/panel.js)."""
+    return gr.HTML("", elem_id="browser-model", js_on_load=(
+        "if (window.toyvizMount) window.toyvizMount(element);"
+        "else element.textContent = 'Running on the server: the page was served without its browser-model <head>';"))

@@ -8,40 +8,43 @@ import { Model } from "./model.js";
 import { Panel } from "./panel.js";
 import { Tokenizer } from "./tokenizer.js";
 
-let settle;
+const config = window.toyvizConfig;          // from the page's <head> (toyviz/app/browser_model.py)
 const toyviz = (window.toyviz = {
-  backend: "server", reason: "loading", modelHash: null,
-  ready: new Promise((resolve) => { settle = resolve; }),
+  startedAt: performance.now(),             // ms since the page's navigation began
+  backend: "server", reason: "loading", modelHash: config.sha256,
   tokenize() { throw new Error("the tokenizer has not loaded"); },
   async forward() { throw new Error(`the model runs on the server here: ${toyviz.reason}`); },
 });
+toyviz.ready = load();
 
-// called by the Sample tab's gr.HTML (js_on_load) with the file urls and the graphs' metadata
-window.toyvizMount = async function mount(element, config) {
-  if (toyviz.mounted) return toyviz.ready;
-  toyviz.mounted = true;
-  toyviz.modelHash = config.sha256;
-  const panel = (toyviz.panel = new Panel(element));
-  panel.say("Loading the model into your browser…");
-  const started = (toyviz.mountedAt = performance.now());
+// starts as the page opens, whichever tab is on screen; → "browser" or "server"
+async function load() {
   try {
     const ranks = await fetch(config.files.ranks).then((r) => { if (!r.ok) throw new Error(`tokenizer: HTTP ${r.status}`); return r.text(); });
     const tokenizer = new Tokenizer(ranks, config.specials);
     toyviz.tokenize = (text) => [tokenizer.bos, ...tokenizer.encode(text)].slice(0, config.context);
     const model = await Model.load(config);
+    Object.assign(toyviz, { model, tokenizer, backend: "browser", reason: "" });
     toyviz.forward = (ids) => model.forward(ids);
-    toyviz.model = model;
-    await panel.start(model, tokenizer);
-    toyviz.backend = "browser"; toyviz.reason = "";
-    toyviz.loadSeconds = (performance.now() - started) / 1000;
-    panel.say(`Running in your browser (onnxruntime-web, ${toyviz.loadSeconds.toFixed(1)} s to load${model.loaded.cached ? ", from the cache" : ""}; ` +
-              `weights sha256 ${model.loaded.checked}). Sampling here sends nothing to the server.`);
   } catch (error) {
-    toyviz.backend = "server"; toyviz.reason = String(error.message || error);
-    panel.say(`Running on the server: the model could not load in this browser (${toyviz.reason}). Use the controls below.`);
+    toyviz.reason = String(error.message || error);
     console.warn("toyviz: server fallback:", error);
   }
   toyviz.readyAt = performance.now();        // ms since the page's navigation began
-  settle(toyviz.backend);
-  return toyviz.ready;
+  return toyviz.backend;
+}
+
+// called by the Sample tab's gr.HTML (js_on_load) when the tab is first opened
+window.toyvizMount = async function mount(element) {
+  if (toyviz.panel) return;
+  const panel = (toyviz.panel = new Panel(element));
+  panel.say("Loading the model into your browser…");
+  if ((await toyviz.ready) === "browser") {
+    await panel.start(toyviz.model, toyviz.tokenizer);
+    panel.say(`Running in your browser (onnxruntime-web, ready ${(toyviz.readyAt / 1000).toFixed(1)} s after the page opened` +
+              `${toyviz.model.loaded.cached ? ", from the cache" : ""}; weights sha256 ${toyviz.model.loaded.checked}). ` +
+              "Sampling here sends nothing to the server.");
+  } else {
+    panel.say(`Running on the server: the model could not load in this browser (${toyviz.reason}). Use the controls below.`);
+  }
 };
