@@ -83,11 +83,11 @@ def test_step_graph_generates_what_the_python_model_generates(gpt, sessions, tex
     assert greedy(sessions, ids, 64, gpt.config.context) == expected
 
 
-def test_without_the_page_build_the_panel_says_the_server_runs_the_model(tmp_path, monkeypatch):
+def test_without_the_page_build_the_page_says_the_server_runs_the_model(tmp_path, monkeypatch):
     from toyviz.app import browser_model
     monkeypatch.setattr(browser_model, "SCRIPT", tmp_path / "toyviz.js")
     why = browser_model.missing()
     assert why is not None and "npm run build" in why
-    panel = browser_model.panel()
-    assert "backend" in panel.js_on_load and why in panel.js_on_load and not panel.head
+    head = browser_model.head()
+    assert '"backend": "server"' in head and why in head and "<script src" not in head
     assert browser_model.missing(tmp_path) is not None           # a folder without exported graphs
