@@ -143,7 +143,9 @@ def test_generation_streams_text_into_the_page(url, page):
           f"({figures['updates_per_s']:.1f}/s), longest main-thread stall {figures['longest_stall_ms']} ms")
     assert page.locator("#generated").inner_text().strip(), "the generated text is empty"
     assert figures["updates"] >= 20, f"only {figures['updates']} visible updates"
-    assert figures["longest_stall_ms"] <= 500, f"the page froze for {figures['longest_stall_ms']} ms while streaming"
+    # a freeze a student would notice, with a margin for a laptop twice as slow and busy (the figure
+    # itself is benchmarks.app's: 67 ms here on a quiet machine)
+    assert figures["longest_stall_ms"] <= 2000, f"the page froze for {figures['longest_stall_ms']} ms while streaming"
     expect()(title(page, "generated-plot")).not_to_be_empty(timeout=WAIT)
     shot(page, "generated")
     assert not error_toasts(page)
@@ -170,12 +172,13 @@ def test_two_tabs_of_one_browser_stream_at_once(url, browser):
     assert a[0][1] < b[-1][1] and b[0][1] < a[-1][1], "one tab waited for the other to finish"
 
 
-def test_stop_ends_a_generation_within_a_second(url, page):
+def test_stop_ends_a_generation_promptly(url, page):
     figures = stream.stop(page, url)
     print(f"\nstop: the last update came {figures['after_stop_s']:.2f} s after Stop, "
           f"at {figures['tokens_shown']} of 256 tokens")
-    # a page that lags behind the server keeps drawing a finished generation long after Stop
-    assert figures["after_stop_s"] <= 1.5, figures
+    # a page that lags behind the server keeps drawing a finished generation long after Stop; the bound
+    # holds on a machine twice as slow and busy, the figure itself is benchmarks.app's (0.00 s here)
+    assert figures["after_stop_s"] <= 3.0, figures
 
 
 def test_a_page_with_every_tab_opened_keeps_up_with_a_stream(url, page):
