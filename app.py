@@ -197,8 +197,9 @@ def wire_links(ui, demo: gr.Blocks):
 def launch_options() -> dict:
     """What `demo.launch` serves with the page besides its components: its style sheet (a <head> the
     page needs, and the folders it serves as static files, belong here too). show_error: a value the API
-    cannot even parse (text for a slider) gets its message, not a generic one."""
-    return dict(css=CSS, ssr_mode=False, show_error=True, head=browser_model.head())
+    cannot even parse (text for a slider) gets its message, not a generic one. max_file_size: the page takes
+    no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files)."""
+    return dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head())
 
 
 def main(argv=None):

@@ -212,3 +212,16 @@ def test_a_killed_generation_thread_fails_its_streams_not_the_next(tiny_gpt, mon
     after = list(streams.generate_ids([1, 2, 3], 5, seed=0))              # a new thread serves the next one
     assert [s.token for s in after] == [s.token for s in tiny_gpt.model.generate_ids([1, 2, 3], 5, seed=0,
                                                                                       use_cache=True)]
+
+
+def test_uploads_are_refused(tiny_checkpoints, tmp_path, monkeypatch):
+    """The page takes no files; Gradio would keep anyone's POST to /upload in its cache."""
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
+    demo = app.build(Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
+    demo.queue()
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.launch_options())
+    try:
+        answer = httpx.post(url + "gradio_api/upload", files={"files": ("big.txt", b"x" * 100_000)}, timeout=TIMEOUT)
+        assert answer.status_code == 413 and files_in(tmp_path) == []
+    finally:
+        demo.close()
