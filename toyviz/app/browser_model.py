@@ -12,6 +12,9 @@ here imports onnx.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import gradio as gr
@@ -45,6 +48,18 @@ def missing(folder: Path = CHECKPOINTS / "gpt") -> str | None:
     if config(folder) is None:
         return "the model's graphs were not exported (python -m toyviz.web)"
     return None
+
+
+def build_on_a_space() -> str | None:
+    """A Hugging Face Space runs only pip: there (SPACE_ID is set), with npm installed from packages.txt,
+    build the page's script once at start, as README's set-up does by hand → a line to print, or None."""
+    if SCRIPT.is_file() or not os.environ.get("SPACE_ID") or shutil.which("npm") is None:
+        return None
+    done = subprocess.run("npm ci --no-audit --no-fund && npm run build", shell=True, cwd=DIST.parent,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"building the page's script failed, the server runs the model: {done.stderr.strip()[-300:]}"
+    return "built the page's script (npm ci && npm run build)"
 
 
 def serve(folder: Path = CHECKPOINTS / "gpt") -> None:
