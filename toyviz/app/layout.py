@@ -135,7 +135,7 @@ def sample_tab(ui):
             ui.top_k = slider("top_k", "top-k (0 = off)", elem_id="top-k")
             ui.top_p = slider("top_p", "top-p", 0.05, elem_id="top-p")
         with gr.Row():
-            ui.max_new = slider("max_new", "max new tokens")
+            ui.max_new = slider("max_new", "max new tokens", elem_id="max-new")
             ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed")
             ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
             ui.stop = gr.Button("Stop", elem_id="stop")

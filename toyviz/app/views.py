@@ -431,6 +431,16 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     yield note, probability_html(pieces), bars, sampling_figs.generated_tokens(tokens, projector=projector)
 
 
+def generation_pending(projector=False):
+    """The next-token bars and the generated-tokens figure while a generation streams, and after Stop:
+    cleared with the reason (the last run's figures would pass for this one's)."""
+    when = "when a generation runs to its end (Stop leaves this empty)"
+    return (message(f"Drawn {when}:<br>the probabilities after its last token.", "Next token after the generated text",
+                    filename="toyviz-sampling", projector=projector),
+            message(f"Drawn {when}:<br>each token coloured by its probability.", "The generated tokens",
+                    filename="toyviz-generated", projector=projector))
+
+
 def kv_cache_view(explorer: Explorer, prompt) -> str:
     r = explorer.kv_cache_benchmark(prompt)
     w, wo = r["with_cache"], r["without_cache"]

@@ -12,6 +12,11 @@ from toyviz.app.figures import candidate_label, figure, grid_axes, numpy, style,
 from toyviz.models.sampling import next_token_probs
 
 
+# the streamed text's shades (toyviz.app.views.probability_html: indigo at 0.12 + 0.6·p opacity on white), so
+# that the text and this figure colour the same token alike and the colour bar is the text's legend too
+PROBABILITY_SHADES = [[0.0, "rgba(99,102,241,0.12)"], [1.0, "rgba(99,102,241,0.72)"]]
+
+
 def next_token_bars(logits: torch.Tensor, piece, *, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                     n: int = 15, projector: bool = False) -> go.Figure:
     """The n most likely next tokens before (outline: plain softmax) and after the sampling
@@ -43,8 +48,10 @@ def generated_tokens(steps: list[tuple[str, float]], *, per_row: int | None = No
     pieces = [p for p, _ in steps]
     probs = [float(p) for _, p in steps]
     hover = [f"step {k}: {visible(piece)}<br>drawn with p = {p:.3f}" for k, (piece, p) in enumerate(steps)]
-    fig = figure(token_grid([visible(p) for p in pieces], probs, hover_values=hover, colorscale="YlGn",
+    fig = figure(token_grid([visible(p) for p in pieces], probs, hover_values=hover, colorscale=PROBABILITY_SHADES,
                             zmin=0, zmax=1, per_row=per_row, colorbar_title="p"))
-    return style(grid_axes(fig), f"{len(steps)} generated tokens, coloured by their probability",
+    # at 110 px + a line, a single line left the colour bar under ~40 px: Gradio's plotly.js gave up
+    # drawing the whole figure ("Something went wrong with axis scaling") and the panel stayed empty
+    return style(grid_axes(fig), f"{len(steps)} generated tokens, coloured by their probability (as the text above)",
                  filename="toyviz-generated", projector=projector,
-                 height=110 + 52 * max(1, math.ceil(len(steps) / per_row)))
+                 height=150 + 52 * max(1, math.ceil(len(steps) / per_row)))
