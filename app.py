@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,7 +27,7 @@ import gradio as gr
 
 import toyviz
 from toyviz.app import browser_model, layout, links, views
-from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
+from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, one_per_visitor, placeholders, show_clamped
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
 from toyviz.serving import files
@@ -69,6 +70,30 @@ def build(explorer: Explorer) -> gr.Blocks:
 
 
 # ---------------------------------------------------------------- wiring -------------------
+
+def in_place(fn, outputs: list):
+    """widgets.in_place for every event of the page, a stream's too, with a text box emptied as well: no
+    output outlives the event that made it (a Spanish line beside the message would pass for the
+    translation of what the box says now). Issue #32; it belongs in toyviz.app.widgets."""
+    def cleared(err):
+        return ["" if isinstance(o, gr.Textbox) else v for o, v in zip(outputs, placeholders(err.message, outputs))]
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args):
+            try:
+                yield from fn(*args)
+            except gr.Error as err:
+                yield cleared(err)
+        return stream
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        try:
+            return fn(*args)
+        except gr.Error as err:
+            return cleared(err)
+    return wrapper
+
 
 def registry(ui, bind) -> dict:
     """tab → (renderer, its inputs, its outputs, the controls that redraw it, API name), from toyviz.app.tabs."""
@@ -134,13 +159,23 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
                 ui.steer_alpha]
     generate = limited(friendly(one_per_visitor(functools.partial(views.generate_view, explorer))),  # see one_per_visitor
                        "generate")
-    gen_event = ui.go.click(generate, sampling, [ui.note, ui.generated, ui.bars, ui.generated_plot],
-                            js=clamp_in_page(sampling), api_name="generate",
-                            concurrency_limit=GENERATIONS_AT_ONCE)
+    streamed = [ui.note, ui.generated, ui.bars, ui.generated_plot]
+    # the page's run: the last run's text and figures cleared first, the button saying it is busy (a
+    # second press would be ignored in silence); the HTTP endpoint raises a mistake for its caller
+    def busy(projector):
+        bars, tokens = views.generation_pending(projector)
+        return gr.update(value="Generating… (Stop ends it)", interactive=False), "", bars, gr.Plot(tokens, visible=True)
+    ready = lambda: gr.update(value="Generate", interactive=True)      # a new update each time: Gradio consumes it
+    gen_event = ui.go.click(busy, ui.projector, [ui.go, ui.generated, ui.bars, ui.generated_plot], queue=False,
+                            api_visibility="private").then(
+        in_place(generate, streamed), sampling, streamed, js=clamp_in_page(sampling), api_visibility="private",
+        concurrency_limit=GENERATIONS_AT_ONCE, concurrency_id="generate")
+    gen_event.then(ready, None, ui.go, queue=False, api_visibility="private")
+    gr.Button(visible=False).click(generate, sampling, streamed, api_name="generate",
+                                   concurrency_limit=GENERATIONS_AT_ONCE, concurrency_id="generate")
     for control in (ui.max_new, ui.steer_alpha):
         show_clamped(control)
-    gen_event.success(lambda: gr.update(visible=True), None, ui.generated_plot, api_visibility="private")
-    ui.stop.click(None, None, None, cancels=[gen_event], api_visibility="private")
+    ui.stop.click(ready, None, ui.go, cancels=[gen_event], queue=False, api_visibility="private")
     ui.kv_button.click(bind(views.kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
     size_inputs = [ui.preset] + ui.calc + [ui.projector]
     ui.preset.change(bind(views.size_view), size_inputs, ui.size_out, api_name="size")
@@ -154,13 +189,16 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
     gr.on([ui.tab_why.select, ui.run.click, ui.prompt.submit],
           lambda p: gr.update(choices=views.why_choices(explorer, p)), ui.prompt, ui.why_token, api_visibility="private")
     patch_fields = [ui.clean, ui.corrupted, ui.clean_answer, ui.corrupted_answer]
-    patch = limited(bind(views.patching_view), "patching")
-    show = lambda: [gr.update(visible=True)] * len(ui.patching_out)
-    ui.patch_button.click(patch, patch_fields + [ui.projector], [ui.note] + ui.patching_out, api_name="patching",
-                          concurrency_limit=2).success(show, None, ui.patching_out, api_visibility="private")
+    patch, patched = limited(bind(views.patching_view), "patching"), [ui.note] + ui.patching_out
+    show = lambda: [gr.update(visible=True)] * len(ui.patching_out)     # a mistake shows there too, in place
+    gr.Button(visible=False).click(patch, patch_fields + [ui.projector], patched, api_name="patching",
+                                   concurrency_limit=2, concurrency_id="patching")
+    ui.patch_button.click(in_place(patch, patched), patch_fields + [ui.projector], patched, api_visibility="private",
+                          concurrency_limit=2, concurrency_id="patching").then(show, None, ui.patching_out,
+                                                                               api_visibility="private")
     ui.pair.input(friendly(views.pair_fields), ui.pair, patch_fields, api_visibility="private").then(
-        patch, patch_fields + [ui.projector], [ui.note] + ui.patching_out, api_visibility="private",
-        concurrency_limit=2).success(show, None, ui.patching_out, api_visibility="private")
+        in_place(patch, patched), patch_fields + [ui.projector], patched, api_visibility="private",
+        concurrency_limit=2, concurrency_id="patching").then(show, None, ui.patching_out, api_visibility="private")
     gr.on([ui.tab_layernorm.select, ui.model.change],
           lambda p, m: gr.update(choices=views.layernorm_choices(explorer, p, m)), [ui.prompt, ui.model],
           ui.norm_name, api_visibility="private")
