@@ -1,0 +1,158 @@
+"""Lesson files (toyviz.app.lessons): the shipped lessons parse, fit the shipped model, open the views they
+name and have their questions answered by the live model; a mistake in a file gives one message naming its line."""
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import pytest
+import torch
+
+import toyviz
+from toyviz.app import links, lessons
+from toyviz.app.controls import DEFAULTS
+from toyviz.app.explorer import Explorer
+from toyviz.app.lessons import LessonError
+
+SHIPPED_GPT = Path(__file__).resolve().parent.parent / "checkpoints" / "gpt" / "config.json"
+needs_shipped = pytest.mark.skipif(not SHIPPED_GPT.is_file(), reason="the shipped GPT checkpoint is missing")
+
+HEAD = "---\ntitle: A test lesson\n---\n\n"          # 4 lines: a step's heading is line 5
+
+
+def lesson(body: str) -> lessons.Lesson:
+    return lessons.parse(HEAD + body, "test.md")
+
+
+def error(body: str, models=None) -> LessonError:
+    with pytest.raises(LessonError) as caught:
+        parsed = lesson(body)
+        if models is not None:
+            lessons.check(parsed, models)
+    return caught.value
+
+
+@pytest.fixture(scope="module")
+def shipped_explorer():
+    if not SHIPPED_GPT.is_file():
+        pytest.skip("the shipped GPT checkpoint is missing")
+    return Explorer(toyviz.load("gpt"), None)
+
+
+# ---------------------------------------------------------------- the format ----------
+
+def test_a_step_keeps_the_previous_view_and_changes_what_it_names():
+    parsed = lesson("## One\ntab: inside\nlayer: 1\nprompt: \" two spaces  \"\n\nSome *text*.\n\n"
+                    "## Two\nhead: 2\nask: Which?\nchoices: \" be\" | b\nanswer: top token\npoint: the bars\n")
+    one, two = parsed.steps
+    assert (one.title, one.text, one.question, one.line) == ("One", "Some *text*.", None, 5)
+    assert one.view == {**DEFAULTS, "tab": "inside", "layer": 1, "prompt": " two spaces  "}
+    assert two.view == {**one.view, "head": 2}
+    assert two.question == lessons.Question("Which?", "top token", (" be", "b"), 16)
+    assert two.point == "the bars" and two.origin == {"tab": 6, "layer": 7, "prompt": 8, "head": 13}
+
+
+@pytest.mark.parametrize("body, line, says", [
+    ("## S\ntab: atention\n", 6, "tab must be one of"),
+    ("## S\ntab: sample\nlayr: 2\n", 7, "unknown setting 'layr'"),
+    ("## S\n\ntext\n\n## T\ntemperature: hot\n", 10, "temperature must be a number"),
+    ("## S\ntop_p: 3\n", 6, "top_p must be from 0.05 to 1.0"),
+    ("## S\nlayer: 1.5\n", 6, "layer must be a whole number"),
+    ("## S\nprojector: maybe\n", 6, "projector is on or off"),
+    ("## S\nhead: 1\nhead: 2\n", 7, "head is set twice"),
+    ("## S\ntab: sample\nask: What comes next?\n", 7, "no answer:"),
+    ("## S\nchoices: a | b\nanswer: top token\n", 6, "no ask:"),
+    ("## S\nask: ?\nanswer: the future\n", 7, "answer must be one of"),
+    ("## S\nask: ?\nchoices: only one\nanswer: top token\n", 7, "two or more different answers"),
+    ("## S\nmodel: encoder\nask: ?\nanswer: attended token\n", 8, "reads the GPT"),
+    ("Hello class\n\n## S\n", 5, "text outside a step"),
+    ("\n", 3, "no steps"),     # the line that closes the front matter
+])
+def test_each_mistake_gives_one_message_naming_its_line(body, line, says):
+    err = error(body)
+    assert err.line == line and says in str(err), str(err)
+    assert str(err).startswith(f"test.md, line {line}: ")
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("title: no opening\n", 1, "starts with its front matter"),
+    ("---\ntitle: never closed\n", 1, "never closed"),
+    ("---\nabout: no title\n---\n## S\n", 1, "no title"),
+    ("---\ntitle: T\nauthor: me\n---\n## S\n", 3, "the front matter takes title and about"),
+])
+def test_a_broken_front_matter_is_named_too(text, line, says):
+    with pytest.raises(LessonError) as caught:
+        lessons.parse(text, "front.md")
+    assert caught.value.line == line and says in str(caught.value)
+
+
+def test_number_choices_match_ranges():
+    assert lessons.matches("be", " be") and lessons.matches("2-4", "3") and lessons.matches("201+", "354")
+    assert not lessons.matches("2-4", "5") and not lessons.matches("bee", " be") and not lessons.matches("1", "10")
+
+
+# ---------------------------------------------------------------- against a model ----------
+
+def test_a_view_the_model_has_not_is_refused_at_the_line_that_set_it(tiny_gpt):
+    # the tiny GPT has 2 layers × 4 heads and a context of 64; the layer was set two steps earlier
+    err = error("## S\nlayer: 2\nhead: 0\n\n## T\n\n## U\nquery: 3\n", tiny_gpt)
+    assert err.line == 6 and "layer 2: the gpt has 2 layers" in str(err)
+    err = error("## S\nhead: 4\n", tiny_gpt)
+    assert err.line == 6 and "the gpt has 4 heads" in str(err)
+    err = error("## S\nprompt: a b\n\n## T\nquery: 60\n", tiny_gpt)
+    assert err.line == 9 and "query 60: the prompt is" in str(err)
+    assert lessons.check(lesson("## S\nlayer: 1\nhead: 3\nquery: -1\n"), tiny_gpt).steps[0].view["layer"] == 1
+
+
+def test_answers_come_from_the_model_not_the_file(tiny_gpt):
+    """A random tiny model answers too: the answer is whatever the model at hand computes, per prompt."""
+    parsed = lesson("## S\nprompt: In the beginning\nask: ?\nanswer: top token\n\n"
+                    "## T\nprompt: and the earth was\nask: ?\nanswer: top token\n\n"
+                    "## U\nlayer: 1\nhead: 2\nquery: 2\nanswer: attended token\nask: ?\n")
+    for step in parsed.steps[:2]:
+        logits = tiny_gpt.trace(step.view["prompt"]).logits[-1]
+        assert lessons.answer(step, tiny_gpt).value == tiny_gpt.tokenizer.piece(int(logits.argmax()))
+    assert lessons.answer(parsed.steps[0], tiny_gpt).choice is None      # no choices given: the class types it
+    step = parsed.steps[2]
+    weights = tiny_gpt.trace(step.view["prompt"]).attention[1, 2, 2]
+    got = lessons.answer(step, tiny_gpt)
+    assert got.value == tiny_gpt.trace(step.view["prompt"]).tokens[int(weights.argmax())]
+    assert got.choice is None and f"{float(weights.max()):.0%}" in got.detail
+
+
+@needs_shipped
+def test_the_shipped_answer_changes_with_the_prompt(shipped_explorer):
+    base = lesson("## S\ntab: sample\nprompt: To be, or not to\nask: ?\nchoices: be | king\nanswer: top token\n")
+    other = lesson("## S\ntab: sample\nprompt: The king is dead. Long live the\nask: ?\nchoices: be | king\n"
+                   "answer: top token\n")
+    first, second = (lessons.answer(p.steps[0], shipped_explorer) for p in (base, other))
+    assert (first.value, first.choice, second.value, second.choice) == (" be", 0, " king", 1)
+
+
+# ---------------------------------------------------------------- the shipped lessons ----------
+
+@needs_shipped
+@pytest.mark.parametrize("path", lessons.shipped(), ids=lambda p: p.stem)
+def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_explorer):
+    parsed = lessons.load(path, shipped_explorer)
+    assert len(parsed.steps) >= 5 and sum(s.question is not None for s in parsed.steps) >= 3
+    sizes = shipped_explorer.sizes()
+    upper = {"layer": sizes.layers - 1, "head": sizes.heads - 1, "query": sizes.context - 1,
+             "snapshot": sizes.snapshots - 1}              # the bounds the app's restore passes to links.parse
+    for step in parsed.steps:
+        assert step.text or step.point, step.title
+        assert links.parse(dict(parse_qsl(step.link[1:])), upper) == step.view, step.title
+
+
+@needs_shipped
+@pytest.mark.parametrize("path", lessons.shipped(), ids=lambda p: p.stem)
+def test_every_shipped_question_is_answered_by_the_model_among_its_choices(path, shipped_explorer):
+    for step in lessons.load(path).steps:
+        if step.question:
+            got = lessons.answer(step, shipped_explorer)
+            assert got.value and got.detail
+            assert got.choice is not None, f"{step.title}: the model says {got.value!r}, no choice matches"
+
+
+def test_two_lessons_are_shipped_as_package_data():
+    assert [p.name for p in lessons.shipped()] == ["attention-from-the-ground-up.md", "sampling.md"]
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert '"lessons/*.md"' in pyproject
