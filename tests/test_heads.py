@@ -120,3 +120,32 @@ def test_a_general_label_names_the_strongest_pattern_over_the_probes():
     assert general_label(profile, 0, 0) == "**previous-token** 0.62"            # no share recorded for it
     profile["previous-token"][0][0] = 0.2
     assert general_label(profile, 0, 0) == "broad/mixed (strongest: first-token 0.30)"
+
+
+def test_a_repeat_shifted_by_a_filler_still_finds_the_tokens_after_the_earlier_copy():
+    """BOS + r + three other tokens + r: a perfect induction head (each token of the second copy looks at
+    the token after its first occurrence) is labelled induction wherever the second copy starts, and a
+    previous-token head on the same tokens is labelled previous-token, not induction."""
+    r = [21, 22, 23, 24, 25, 26]
+    for filler in ([], [7], [7, 8, 9]):
+        ids = [0] + r + filler + r
+        start = 1 + len(r) + len(filler)                                  # the second copy's first position
+        targets = [max(q - 1, 0) for q in range(start)] + [q - start + 2 for q in range(start, len(ids))]
+        head = SimpleNamespace(attention=one_hot_rows(targets, len(ids))[None, None], token_ids=ids, causal=True)
+        (label,) = label_heads(head)
+        assert label.label == "induction", (filler, label)
+        previous = SimpleNamespace(attention=one_hot_rows([max(q - 1, 0) for q in range(len(ids))], len(ids))[None, None],
+                                   token_ids=ids, causal=True)
+        assert label_heads(previous)[0].label == "previous-token"
+
+
+def test_the_table_says_why_a_label_here_differs_from_the_one_over_the_probes():
+    from toyviz.interpret.heads import HeadLabel, why_labels_differ
+    profile = {"induction": [[0.99, 0.1]], "previous-token": [[0.1, 0.2]], "first-token": [[0.2, 0.3]],
+               "self": [[0.0, 0.0]]}
+    no_repeat = HeadLabel(0, 0, "first-token", 0.9, "", {"first-token": 0.9, "previous-token": 0.05})
+    assert "repeats no token" in why_labels_differ(no_repeat, profile)
+    weak = HeadLabel(0, 0, "first-token", 0.5, "", {"first-token": 0.5, "induction": 0.28})
+    assert "induction pattern takes 28% of its attention here, 99% over the probe set" in why_labels_differ(weak, profile)
+    assert why_labels_differ(HeadLabel(0, 0, "induction", 0.8, "", {"induction": 0.8}), profile) == ""
+    assert why_labels_differ(HeadLabel(0, 1, "previous-token", 0.6, "", {}), profile) == ""   # none over the probes

@@ -35,3 +35,43 @@ def test_a_steering_feature_outside_the_dictionary_is_refused_before_a_token_is_
     with pytest.raises(PromptError, match=rf"steer feature must be a whole number from -1 to "
                                           rf"{len(shipped.features()) - 1} \(-1 = off\)"):
         next(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 4, 0, False, feature, alpha))
+
+
+def induction_heads(explorer) -> set[tuple[int, int]]:
+    """The heads the probe set (recorded by training) calls induction."""
+    from toyviz.interpret.heads import general_pattern
+    cfg, profile = explorer.gpt.config, explorer.head_profile()
+    return {(l, h) for l in range(cfg.n_layer) for h in range(cfg.n_head)
+            if general_pattern(profile, l, h)[0] == "induction"}
+
+
+def test_the_attention_tabs_induction_example_labels_the_induction_heads_induction(shipped):
+    heads = induction_heads(shipped)
+    assert heads, "the shipped GPT's probe profile names no induction head"
+    label, prompt = views.EXAMPLES["attention"][0]
+    assert "induction" in label
+    table = views.attention_view(shipped, prompt)[3]
+    for layer, head in heads:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {layer}.{head} |"))
+        assert row.startswith(f"| {layer}.{head} | **induction** |") and "Unlike" not in row, row
+
+
+def test_on_repeated_random_tokens_the_per_prompt_labeller_agrees_with_the_probes(shipped):
+    """The probes' own kind of prompt, built afresh (other tokens, other length, shifted by a filler):
+    the per-prompt labeller finds the same induction heads."""
+    import numpy as np
+    from toyviz.interpret.heads import label_heads
+    gpt = shipped.gpt
+    rng = np.random.default_rng(32)
+    for period, filler in ((20, 0), (30, 5)):
+        r = rng.integers(1, gpt.config.vocab_size, size=period).tolist()
+        ids = [gpt.bos] + r + rng.integers(1, gpt.config.vocab_size, size=filler).tolist() + r
+        found = {(l.layer, l.head) for l in label_heads(gpt.model.trace(ids)) if l.label == "induction"}
+        assert induction_heads(shipped) <= found, (period, filler, found)
+
+
+def test_without_a_repeat_the_table_says_the_induction_heads_have_nothing_to_find(shipped):
+    table = views.attention_view(shipped, "Hello there")[3]
+    for layer, head in induction_heads(shipped):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {layer}.{head} |"))
+        assert "repeats no token" in row, row

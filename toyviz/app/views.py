@@ -31,7 +31,7 @@ from toyviz.app.figures import residual as residual_figs
 from toyviz.app.figures import sampling as sampling_figs
 from toyviz.app.figures import tokens as token_figs
 from toyviz.app.figures import translation as translation_figs
-from toyviz.interpret.heads import HeadLabel, general_label, label_heads
+from toyviz.interpret.heads import HeadLabel, general_label, label_heads, why_labels_differ
 from toyviz.models.layers import sinusoidal_encoding
 from toyviz.models.size import PRESETS, count_parameters, describe_size
 from toyviz.serving.files import EXPORTS
@@ -102,7 +102,10 @@ EXAMPLES = {
     "positional": [("a short prompt", "To be, or not to be"),
                    ("a long prompt", "Now is the winter of our discontent made glorious summer by this sun of York; "
                                      "and all the clouds that lour'd upon our house in the deep bosom of the ocean buried.")],
-    "attention": [("a repeated phrase (induction)", "the king, the queen, the king, the queen, the king, the"),
+    # rare words repeated, as in the probe set's repeated random tokens: the heads labelled induction over the
+    # probes are labelled induction here too (on "the king, the queen, the king, …" they parked on BOS instead)
+    "attention": [("a repeated phrase (induction)", "Lord Capulet drew his pale sword near the orchard wall. "
+                                                    "Lord Capulet drew his pale sword near the orchard"),
                   ("a repeated line", "ROMEO: But soft, what light through yonder window breaks? ROMEO: But soft, "
                                       "what light through yonder"),
                   ("a famous line", DEFAULT_PROMPT)],
@@ -171,7 +174,9 @@ def head_table(labels: list[HeadLabel], profile: dict | None = None) -> str:
     """The automatic head labels on this prompt as a Markdown table; with a probe profile, each head's
     label over the probe set beside it (does it do this in general, or only here?)."""
     general = (lambda l: "") if profile is None else (lambda l: f" {general_label(profile, l.layer, l.head)} |")
-    rows = "\n".join(f"| {l.layer}.{l.head} | **{l.label}** | {l.score:.2f} | {l.description} |{general(l)}"
+    differ = (lambda l: "") if profile is None else (lambda l: f". *Unlike over the probe set: {why}.*"
+                                                     if (why := why_labels_differ(l, profile)) else "")
+    rows = "\n".join(f"| {l.layer}.{l.head} | **{l.label}** | {l.score:.2f} | {l.description}{differ(l)} |{general(l)}"
                      for l in labels)
     extra = ("", "") if profile is None else (" over the probe set |", "---|")
     return f"| head | label | score | what it does on this prompt |{extra[0]}\n|---|---|---|---|{extra[1]}\n" + rows

@@ -151,6 +151,14 @@ def probe_scores(model, probes: ProbeSet) -> dict[str, list[list[float]]]:
     return result
 
 
+def general_pattern(profile: dict, layer: int, head: int) -> tuple[str, float]:
+    """A head's strongest pattern over the probe set and its mean score there ("broad/mixed" when none
+    reaches THRESHOLD, with the strongest one's score)."""
+    scores = {p: profile[p][layer][head] for p in PROBE_PATTERNS if p in profile}
+    best = max(scores, key=scores.get)
+    return (best if scores[best] >= THRESHOLD else "broad/mixed"), scores[best]
+
+
 def general_label(profile: dict, layer: int, head: int) -> str:
     """A head's label over the probe set (the strongest pattern reaching THRESHOLD there), with its
     mean score and, where recorded, the share of probe sequences on which it holds."""
@@ -160,3 +168,17 @@ def general_label(profile: dict, layer: int, head: int) -> str:
         return f"broad/mixed (strongest: {best} {scores[best]:.2f})"
     share = profile.get(f"{best}_share")
     return f"**{best}** {scores[best]:.2f}" + (f", on {share[layer][head]:.0%} of probes" if share else "")
+
+
+def why_labels_differ(label: HeadLabel, profile: dict) -> str:
+    """Why a head's label on this prompt is not the pattern it shows over the probe set ("" when they agree,
+    or when this prompt only brings out a pattern where the probes show none): a student comparing the two
+    columns must not be left to guess which one is wrong."""
+    general, score = general_pattern(profile, label.layer, label.head)
+    if general in (label.label, "broad/mixed"):       # the same, or a pattern this prompt brings out: no conflict
+        return ""
+    here = label.scores.get(general)
+    if here is None:
+        return f"this prompt repeats no token, so there is nothing for its {general} pattern to find"
+    probes = " (the probes repeat random tokens)" if general == "induction" else ""
+    return f"its {general} pattern takes {here:.0%} of its attention here, {score:.0%} over the probe set{probes}"
