@@ -397,7 +397,8 @@ def test_residual_figures(tiny_gpt, trace):
     projected = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=True)
     assert cell_font(projected, projected.data[0]) > CELL_FONT
     dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
-    assert sum(dla.data[0].y) == pytest.approx(trace.logits[-1].max().item(), abs=1e-3)
+    assert sum(dla.data[0].y) == pytest.approx((trace.logits[-1].max() - trace.logits[-1].mean()).item(), abs=1e-3)
+    assert "logit − mean logit" in title(dla) and "logit − mean logit" in dla.layout.yaxis.title.text
     assert len(set(dla.data[0].x)) == len(dla.data[0].x)
 
 

@@ -75,3 +75,17 @@ def test_without_a_repeat_the_table_says_the_induction_heads_have_nothing_to_fin
     for layer, head in induction_heads(shipped):
         row = next(line for line in table.splitlines() if line.startswith(f"| {layer}.{head} |"))
         assert "repeats no token" in row, row
+
+
+def test_the_residual_tab_and_why_this_token_split_the_same_quantity_alike(shipped):
+    """One attribution, one baseline: the Residual tab's bars for the top next token are the "Why this
+    token?" components' attribution (logit − mean logit), and each chart names that quantity."""
+    for prompt in ("To be, or not to", "I thank you, my good"):
+        residual = views.residual_view(shipped, prompt, -1)[4]
+        answer = shipped.why(prompt, "")[0]
+        c = answer.components
+        assert list(residual.data[0].x) == c.names
+        assert list(residual.data[0].y) == pytest.approx(c.attribution.tolist(), abs=1e-4)
+        assert "logit − mean logit" in residual.layout.title.text
+        why = views.why_view(shipped, prompt, "")[2]
+        assert "logit − mean logit" in why.layout.annotations[0].text

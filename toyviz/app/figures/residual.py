@@ -69,15 +69,18 @@ def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Fig
 
 
 def logit_attribution(trace: Trace, model, piece, position: int = -1, *, projector: bool = False) -> go.Figure:
-    """Direct contribution of the embedding, every head and every feed-forward to the logit of the
-    predicted next token (the bars add up to that logit), to find which heads pushed it up."""
+    """Direct contribution of the embedding, every head and every feed-forward to the predicted next
+    token's logit minus the mean logit (the bars add up to it), to find which heads pushed it up: the
+    quantity "Why this token?" decomposes, so the two tabs rank the same parts alike. Against the mean,
+    a write that raises every logit alike scores 0: it does not make this token more likely."""
     token = int(trace.logits[position].argmax())
-    parts = direct_logit_attribution(trace, model, position, token)
+    parts = direct_logit_attribution(trace, model, position, token, minus_mean=True)
     values = np.array(list(parts.values()), dtype=np.float32)
     fig = figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
                         hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))
-    fig.update_layout(xaxis_title_text="write", yaxis_title_text="contribution to the logit")
+    fig.update_layout(xaxis_title_text="write", yaxis_title_text="contribution to logit − mean logit")
     label = token_labels(trace.tokens)[position]
-    return style(fig, f"Direct logit attribution at {label} → {candidate_label(piece(token), token)} "
-                      f"(bars sum to the logit {float(trace.logits[position, token]):.2f})",
+    target = float(trace.logits[position, token] - trace.logits[position].mean())
+    return style(fig, f"Direct logit attribution at {label} → {candidate_label(piece(token), token)}: bars sum to "
+                      f"its logit − mean logit, {target:.2f}",
                  filename=f"toyviz-logit-attribution-t{position % len(trace.tokens)}", projector=projector)
