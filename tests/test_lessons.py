@@ -94,12 +94,19 @@ def test_number_choices_match_ranges():
 def test_a_view_the_model_has_not_is_refused_at_the_line_that_set_it(tiny_gpt):
     # the tiny GPT has 2 layers × 4 heads and a context of 64; the layer was set two steps earlier
     err = error("## S\nlayer: 2\nhead: 0\n\n## T\n\n## U\nquery: 3\n", tiny_gpt)
-    assert err.line == 6 and "layer 2: the gpt has 2 layers" in str(err)
+    assert err.line == 6 and "layer 2: the GPT has 2 layers" in str(err)
     err = error("## S\nhead: 4\n", tiny_gpt)
-    assert err.line == 6 and "the gpt has 4 heads" in str(err)
+    assert err.line == 6 and "the GPT has 4 heads" in str(err)
     err = error("## S\nprompt: a b\n\n## T\nquery: 60\n", tiny_gpt)
     assert err.line == 9 and "query 60: the prompt is" in str(err)
     assert lessons.check(lesson("## S\nlayer: 1\nhead: 3\nquery: -1\n"), tiny_gpt).steps[0].view["layer"] == 1
+
+
+def test_a_translator_view_is_checked_against_the_translator(tiny_gpt, tiny_translator):
+    both = Explorer(tiny_gpt, tiny_translator)
+    err = error("## S\nmodel: decoder\nlayer: 2\n", both)
+    assert err.line == 7 and "the translator's decoder has 2 layers" in str(err)
+    lessons.check(lesson("## S\nmodel: encoder\nlayer: 1\nhead: 3\n"), both)
 
 
 def test_answers_come_from_the_model_not_the_file(tiny_gpt):
@@ -125,6 +132,14 @@ def test_the_shipped_answer_changes_with_the_prompt(shipped_explorer):
                    "answer: top token\n")
     first, second = (lessons.answer(p.steps[0], shipped_explorer) for p in (base, other))
     assert (first.value, first.choice, second.value, second.choice) == (" be", 0, " king", 1)
+
+
+@needs_shipped
+def test_a_feature_the_shipped_dictionary_has_not_is_refused(shipped_explorer):
+    features = len(shipped_explorer.features())
+    lessons.check(lesson(f"## S\ntab: features\nfeature: {features - 1}\n"), shipped_explorer)
+    err = error(f"## S\ntab:features\nfeature:{features}\n", shipped_explorer)      # no space after ":" is fine
+    assert err.line == 7 and f"dictionary has {features} features" in str(err)
 
 
 # ---------------------------------------------------------------- the shipped lessons ----------

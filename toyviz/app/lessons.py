@@ -45,7 +45,7 @@ from toyviz.models.sampling import draw, next_token_probs
 SHIPPED = Path(__file__).with_name("lessons")
 FRONT_MATTER = ("title", "about")
 QUESTION = ("ask", "choices", "answer", "point")
-SETTING = re.compile(r"([a-z_]+):(?:\s(.*))?$")        # "layer: 2"; a key is lowercase, as in a deep link
+SETTING = re.compile(r"([a-z_]+):(.*)$")        # "layer: 2"; a key is lowercase, as in a deep link
 TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 DRAWS = 10                  # "distinct draws": how many next tokens the class imagines drawing
 FORMULA = (128, 64)         # the Positions tab's formula sliders start at 128 positions, d_model 64 (layout.py)
@@ -181,7 +181,7 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
             m = SETTING.match(lines[n].strip())
             if not m or m[1] not in FRONT_MATTER:
                 fail(f"the front matter takes {' and '.join(FRONT_MATTER)}, not {lines[n].strip()!r}", n + 1)
-            meta[m[1]] = unquote(m[2] or "", lambda what: fail(what, n + 1))
+            meta[m[1]] = unquote(m[2], lambda what: fail(what, n + 1))
     if not meta.get("title"):
         fail("the front matter has no title: …", 1)
 
@@ -196,7 +196,7 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
     for start, stop in zip(starts, starts[1:] + [len(lines)]):
         view, origin, settings, n = dict(view), dict(origin), {}, start + 1
         while n < stop and (m := SETTING.match(lines[n].strip())) and lines[n].strip():
-            key, raw, where = m[1], m[2] or "", n + 1
+            key, raw, where = m[1], m[2], n + 1
             if key not in DEFAULTS and key not in QUESTION:
                 fail(f"unknown setting {key!r}: a step takes the app's view keys ({', '.join(DEFAULTS)}) and "
                      f"{', '.join(QUESTION)}; leave a blank line before the step's text", where)
@@ -223,24 +223,35 @@ def explorer_of(models) -> Explorer:
     return models if isinstance(models, Explorer) else Explorer(models, None)
 
 
+def stack_size(model: str, explorer: Explorer) -> tuple[str, int, int] | None:
+    """(its name, layers, heads) of the stack a view shows; None when that model is not loaded."""
+    if model == "gpt":
+        return "the GPT", explorer.gpt.config.n_layer, explorer.gpt.config.n_head
+    if explorer.translator is None:
+        return None
+    config = explorer.translator.config
+    layers = config.n_encoder_layer if model == "encoder" else config.n_decoder_layer
+    return f"the translator's {model}", layers, config.n_head
+
+
 def check(lesson: Lesson, models) -> Lesson:
-    """The lesson's views against a loaded model (an Explorer or a GPT): a layer, head, query position or
-    snapshot the model has not raises LessonError naming the line that set it. → the lesson."""
+    """The lesson's views against a loaded model (an Explorer or a GPT): a layer, head, query position, snapshot
+    or feature the model has not raises LessonError naming the line that set it. → the lesson."""
     explorer = explorer_of(models)
-    gpt, translator = explorer.need_gpt(), explorer.translator
-    snapshots = len(explorer.snapshots())
+    gpt, snapshots = explorer.need_gpt(), len(explorer.snapshots())
     for step in lesson.steps:
-        v = step.view
-        stack = gpt.config if v["model"] == "gpt" else translator.config if translator else None
-        layers = (stack.n_layer if v["model"] == "gpt" else stack.n_encoder_layer if v["model"] == "encoder"
-                  else stack.n_decoder_layer) if stack else None
+        v, limits = step.view, {}
+        if stack := stack_size(v["model"], explorer):
+            name, layers, heads = stack
+            limits = {"layer": (layers, f"{name} has {layers} layers"), "head": (heads, f"{name} has {heads} heads")}
         tokens = len(gpt.encode(v["prompt"])[0])
-        limits = {"layer": (layers, f"the {v['model']} has {layers} layers"),
-                  "head": (stack and stack.n_head, f"the {v['model']} has {stack and stack.n_head} heads"),
-                  "query": (tokens, f"the prompt is {tokens} tokens (BOS first), positions 0 to {tokens - 1}"),
-                  "snapshot": (snapshots, f"the GPT has {snapshots} snapshots (the last is the final model)")}
+        limits["query"] = (tokens, f"the prompt is {tokens} tokens (BOS first), positions 0 to {tokens - 1}")
+        limits["snapshot"] = (snapshots, f"the GPT has {snapshots} snapshots (the last is the final model)")
+        if max(v["feature"], v["steer_feature"]) >= 0:          # the dictionary is loaded only when a step uses it
+            features = len(explorer.features())
+            limits["feature"] = limits["steer_feature"] = (features, f"the GPT's dictionary has {features} features")
         for key, (size, why) in limits.items():
-            if size is not None and v[key] >= size:
+            if v[key] >= size:
                 raise LessonError(lesson.name, step.origin.get(key, step.line), f"{key} {v[key]}: {why}")
     return lesson
 
