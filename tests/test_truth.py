@@ -89,3 +89,20 @@ def test_the_residual_tab_and_why_this_token_split_the_same_quantity_alike(shipp
         assert "logit − mean logit" in residual.layout.title.text
         why = views.why_view(shipped, prompt, "")[2]
         assert "logit − mean logit" in why.layout.annotations[0].text
+
+
+def test_the_layer_norm_text_says_what_its_chart_shows(shipped):
+    """The intro said the output spread does not grow beside a chart whose output std rises to ~3 at
+    ln_f; now the note gives the chart's own numbers, and the intro claims nothing they contradict."""
+    from toyviz.app.figures.layernorm import norm_statistics
+    tr, _ = shipped.trace(PROMPT)
+    stats = norm_statistics(tr)
+    inputs, outputs = stats["input std"].mean(-1), stats["output std"].mean(-1)
+    note = views.layernorm_view(shipped, PROMPT)[0]
+    assert f"input std is {inputs[0]:.2f} at `block0.ln1` and {inputs[-1]:.2f} at `ln_f`" in note
+    assert f"{outputs[:-1].min():.2f}–{outputs[:-1].max():.2f}" in note and f"{outputs[-1]:.2f} at `ln_f`" in note
+    curves = views.layernorm_view(shipped, PROMPT)[2]
+    drawn = next(t for t in curves.data if "output std" in t.name)
+    assert float(drawn.y[-1]) == pytest.approx(outputs[-1], abs=0.01)          # the number the chart draws
+    assert outputs[-1] > 1.5 and "the output does not" not in views.EXPLAIN["layernorm"]
+    assert "output std is not 1" in views.EXPLAIN["layernorm"]

@@ -64,7 +64,9 @@ EXPLAIN = {
                        "it is trained to predict, so training would teach it to copy. A stack without the mask is "
                        "a bidirectional encoder, as in BERT, which is trained instead to fill in masked-out tokens.",
     "layernorm": "Before each sub-layer, LayerNorm rescales every token's vector to mean 0 and standard deviation 1, "
-                 "then applies a learned scale γ and shift β. The input spread grows with depth; the output does not.",
+                 "then applies a learned scale γ and shift β. The input's spread grows with depth; each norm divides "
+                 "that growth out, and its γ sets the output's spread anew — so the output std is not 1, and the "
+                 "final norm's γ stretches it again for the unembedding (this prompt's numbers are in the note above).",
     "residual": "Every sub-layer adds its output to a running sum, the residual stream; the final norm and the "
                 "unembedding read the sum. The writes add up exactly, so each one's share of the prediction can be measured.",
     "sample": "The model outputs one score (logit) per vocabulary entry; temperature divides them before the softmax, "
@@ -219,12 +221,24 @@ def layernorm_choices(explorer: Explorer, prompt, model="gpt") -> list[str]:
     return list(explorer.view(prompt, model)[0].layernorms)
 
 
+def spread_note(trace) -> str:
+    """What the curves show on this prompt, in numbers: the tab's text must not claim what its chart
+    contradicts (it said the output spread does not grow, beside an output std rising to 3 at ln_f)."""
+    stats = layernorm_figs.norm_statistics(trace)
+    names = list(trace.layernorms)
+    inputs, outputs = stats["input std"].mean(-1), stats["output std"].mean(-1)
+    inner = outputs[:-1] if len(names) > 1 else outputs
+    return (f"Averaged over the tokens, the input std is {inputs[0]:.2f} at `{names[0]}` and {inputs[-1]:.2f} at "
+            f"`{names[-1]}`; the output std is {inner.min():.2f}–{inner.max():.2f} at the norms inside the blocks "
+            f"and {outputs[-1]:.2f} at `{names[-1]}`. ")
+
+
 def layernorm_view(explorer: Explorer, prompt, norm_name="block0.ln1", position=-1, projector=False, model="gpt"):
     tr, note = explorer.view(prompt, model)
     names = list(tr.layernorms)
     norm_name = norm_name if norm_name in names else names[0]
     position = explorer.position(tr, position)
-    return (note, layernorm_figs.layernorm_heatmaps(tr, projector=projector),
+    return (note + spread_note(tr), layernorm_figs.layernorm_heatmaps(tr, projector=projector),
             layernorm_figs.layernorm_curves(tr, projector=projector),
             layernorm_figs.layernorm_parameters(tr, norm_name, projector=projector),
             layernorm_figs.layernorm_histogram(tr, norm_name, position, projector=projector))
