@@ -120,3 +120,66 @@ def test_a_patching_mistake_shows_in_place_not_as_a_toast(url, page):
     settle(page)
     shot(page, "truth-patching-mistake")
     assert not toasts(page) and page.locator(".wrap .error").count() == 0, toasts(page)
+
+
+# Every pair of texts in one figure that cover each other (tick labels, colour-bar ticks and titles, cell
+# texts, annotations, titles). Two texts at the same angle (rotated tick labels) are compared in their own
+# frame: along the text by their lengths, across it by their font size (their axis-aligned boxes overlap
+# when rotated though the letters do not); others by their boxes. 2 px of touching is not overlapping.
+OVERLAPS = """() => {
+    const problems = [];
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+        const id = plot.closest('[id]') ? plot.closest('[id]').id : '?';
+        const r0 = plot.getBoundingClientRect();
+        if (r0.width === 0 || r0.height === 0) continue;
+        const texts = [];
+        for (const t of plot.querySelectorAll('svg text')) {
+            const text = t.textContent.trim();
+            const r = t.getBoundingClientRect();
+            if (!text || r.width < 1 || r.height < 1 || getComputedStyle(t).opacity === '0') continue;
+            const m = t.getScreenCTM();
+            texts.push({text, r, angle: Math.round(Math.atan2(m.b, m.a) * 180 / Math.PI),
+                        length: t.getComputedTextLength(), size: parseFloat(getComputedStyle(t).fontSize),
+                        x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2});
+        }
+        for (let i = 0; i < texts.length; i++) {
+            for (let j = i + 1; j < texts.length; j++) {
+                const a = texts[i], b = texts[j];
+                let covers;
+                if (a.angle === b.angle && a.angle !== 0) {
+                    const rad = a.angle * Math.PI / 180, dx = b.x - a.x, dy = b.y - a.y;
+                    const along = Math.abs(dx * Math.cos(rad) + dy * Math.sin(rad));
+                    const across = Math.abs(-dx * Math.sin(rad) + dy * Math.cos(rad));
+                    covers = along < (a.length + b.length) / 2 - 2 && across < 0.8 * (a.size + b.size) / 2;
+                } else {
+                    const w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left) - 2;
+                    const h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top) - 2;
+                    covers = w > 0 && h > 0;
+                }
+                if (covers) problems.push(`${id}: "${a.text.slice(0, 30)}" overlaps "${b.text.slice(0, 30)}"`);
+            }
+        }
+    }
+    return problems;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["720p", "1080p"])
+def test_no_two_texts_of_a_figure_overlap_in_projector_mode(url, browser, size):
+    """Tick labels, colour-bar ticks and titles, cell texts and annotations: none covers another, on
+    every tab, on a projector at 720p and 1080p."""
+    from test_browser import TABS
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.set_default_timeout(WAIT)
+    problems = []
+    try:
+        for label, tab_id, plot_id, _ in TABS:
+            open_app(page, url, f"?tab={tab_id}&projector=1")
+            expect()(title(page, plot_id)).not_to_be_empty(timeout=WAIT)
+            settle(page)
+            page.wait_for_timeout(300)
+            problems += [f"{size[1]}p {tab_id}: {p}" for p in page.evaluate(OVERLAPS)]
+            shot(page, f"truth-projector-{size[1]}p-{tab_id}")
+    finally:
+        page.close()
+    assert not problems, "\n".join(sorted(set(problems)))

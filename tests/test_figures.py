@@ -1,4 +1,5 @@
 """Figure builders: shapes, titles, labels, masked cells, the numbers behind the pictures, payload."""
+import html
 import math
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 from toyviz.interpret import readout
 from toyviz.api import GPT
 from toyviz.models.config import GPTConfig
-from toyviz.app.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, config_for, token_labels
+from toyviz.app.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, cell_chars, cell_text, config_for, token_labels, visible
 from toyviz.app.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
 from toyviz.models.gpt import ToyGPT
 from toyviz.interpret.heads import label_heads
@@ -392,10 +393,13 @@ def test_residual_figures(tiny_gpt, trace):
     assert running[-1] == pytest.approx(trace.residual_final[3].norm().item(), rel=1e-4)
     lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert z(lens).shape == (trace.n_layer + 1, len(trace.tokens))
-    cell = lens.data[0]                                # readable cells: a fixed font, at most 5 characters
-    assert cell_font(lens, cell) == CELL_FONT and all(len(t) <= 5 for row in cell.text for t in row)
+    cell = lens.data[0]                                # readable cells: a fixed font, no text wider than its cell
+    fits = lambda fig, projector: all(len(html.unescape(t)) <= cell_chars(len(trace.tokens), projector)
+                                      for row in fig.data[0].text for t in row)
+    assert cell_font(lens, cell) == CELL_FONT and fits(lens, False)
     projected = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=True)
-    assert cell_font(projected, projected.data[0]) > CELL_FONT
+    assert cell_font(projected, projected.data[0]) > CELL_FONT and fits(projected, True)
+    assert cell_chars(22, True) < cell_chars(22, False) and cell_chars(400, False) == 0
     dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert sum(dla.data[0].y) == pytest.approx((trace.logits[-1].max() - trace.logits[-1].mean()).item(), abs=1e-3)
     assert "logit − mean logit" in title(dla) and "logit − mean logit" in dla.layout.yaxis.title.text
@@ -525,3 +529,10 @@ def test_token_grids_hold_fewer_cells_a_line_on_a_projector(tiny_gpt, trace):
                     sampling.generated_tokens(steps, projector=projector),
                     saliency_figure(saliency, projector=projector)):
             assert np.asarray(fig.data[0].z).shape[1] == per_row
+
+
+def test_unreadable_bytes_get_a_readable_placeholder_and_cut_cells_keep_entities_whole():
+    assert visible("\x15a\x1d") == "␕a␝" and visible("\x7f") == "␡" and visible("\u200b") == "�"
+    assert visible(" \n\t") == "␣↵⇥" and visible("<|endoftext|>") == "&lt;|endoftext|&gt;"
+    assert cell_text(visible("<|endoftext|>"), 4) == "&lt;|e…" and cell_text("␣the", 4) == "␣the"
+    assert cell_text("␣make", 1) == ""

@@ -63,7 +63,13 @@ def _build_template(projector: bool, maps: bool) -> go.layout.Template:
     layout = {k: v for k, v in white["layout"].items() if k not in UNUSED_LAYOUT}
     data = {kind: white["data"][kind] for kind in USED_TRACES}
     # text printed in heatmap cells: plotly's default shrinks it to fit, unreadably
-    data["heatmap"] = [dict(data["heatmap"][0], textfont=dict(size=round(CELL_FONT * scale)))]
+    # a colour bar's title along its right side, not on top, where it sat on the top tick ("1" under "probs")
+    # and ran into the next panel's row labels
+    side = lambda bar: dict(bar or {}, title=dict((bar or {}).get("title", {}), side="right"))
+    heatmap = data["heatmap"][0]
+    data["heatmap"] = [dict(heatmap, textfont=dict(size=round(CELL_FONT * scale)), colorbar=side(heatmap.get("colorbar")))]
+    coloraxis = layout.get("coloraxis", {})
+    layout["coloraxis"] = dict(coloraxis, colorbar=side(coloraxis.get("colorbar")))
     template = go.layout.Template(layout=layout, data=data)
     axis = dict(tickfont_size=font, title_font_size=font)
     if maps:        # masked cells are NaN: the plot area shows the mask grey there, with no grid over it
@@ -127,11 +133,30 @@ def slug(text: str) -> str:
 
 
 def visible(piece: str) -> str:
-    """A token piece as a label: spaces as ␣, newlines as ↵, other invisibles escaped, HTML-safe
-    (plotly renders labels as HTML, so "<|endoftext|>" must be escaped to show up)."""
-    shown = "".join("␣" if c == " " else "↵" if c == "\n" else "⇥" if c == "\t"
-                    else c if c.isprintable() else f"\\x{ord(c):02x}" for c in piece)
+    """A token piece as a label: spaces as ␣, newlines as ↵, other control characters as their Unicode
+    picture (␕ for \\x15: a hall reads a symbol, not an escape), anything else unprintable as �;
+    HTML-safe (plotly renders labels as HTML, so "<|endoftext|>" must be escaped to show up)."""
+    shown = "".join("␣" if c == " " else "↵" if c == "\n" else "⇥" if c == "\t" else c if c.isprintable()
+                    else chr(0x2400 + ord(c)) if ord(c) < 0x20 else "␡" if ord(c) == 0x7F else "�" for c in piece)
     return html.escape(shown, quote=False)
+
+
+# the narrowest plot area the app is laid out for: on a 1280-px-wide screen (a projector's 720p) a figure
+# is ~1210 px wide, of which the margins, the row labels and a colour bar take ~300
+PLOT_AREA_PX = 900
+
+
+def cell_chars(columns: int, projector: bool = False) -> int:
+    """How many characters of cell text fit in each of `columns` heatmap cells side by side (0: none):
+    text longer than its cell spills over its neighbours' ("␣make␣the␣and")."""
+    char_px = 0.62 * CELL_FONT * (PROJECTOR_SCALE if projector else 1.0)       # an average glyph of the font
+    return max(0, int((PLOT_AREA_PX / max(1, columns) - 6) // char_px))
+
+
+def cell_text(label: str, chars: int) -> str:
+    """A `visible` label cut to `chars` characters with an ellipsis (its HTML entities kept whole)."""
+    text = html.unescape(label)
+    return label if len(text) <= chars else html.escape(text[: chars - 1] + "…", quote=False) if chars > 1 else ""
 
 
 def token_labels(tokens: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ from toyviz.models.trace import Trace
 
 MODES = ("probs", "scores")
 GRID_CELLS = 32                      # each small multiple is pooled to at most 32 × 32 cells
+STEPS_HEIGHT = 1100                  # the step-by-step figure, before the projector's 1.4×
 # probabilities are blue on 0..1 everywhere; signed values (scores, q, k, v …) pink–green around 0,
 # so that no blue in an attention figure can be read as a probability. As lists, not names: figures
 # are built unchecked (figures.figure), which keeps a name as given, and plotly.js knows few of them
@@ -298,25 +299,39 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     for r, c, trace_ in panels:
         fig.add_trace(trace_, row=r, col=c)
 
-    # one colour axis per quantity, its bar beside the panel(s) that show it
-    def bar(title, *refs):
+    # one colour axis per quantity, its bar beside the panel(s) that show it, with as many ticks as its length
+    # holds: five on a one-row bar overlapped (−0.4 over −0.2) on a projector
+    s_ = PROJECTOR_SCALE if projector else 1.0
+    plot_px = STEPS_HEIGHT * (PROJECTOR_HEIGHT if projector else 1.0) - 160 * s_     # less the margins
+
+    def bar(title, *refs, bound=None):
+        """bound: the axis' ±range, whose two ends label a bar too short for three ticks."""
         xs = [fig.layout[f"xaxis{fig.data[i].xaxis[1:]}"].domain for i in refs]
         ys = [fig.layout[f"yaxis{fig.data[i].yaxis[1:]}"].domain for i in refs]
         low, high = min(y[0] for y in ys), max(y[1] for y in ys)
+        length = max(high - low, 0.06)
+        ticks = int(length * plot_px // (2.5 * BASE_FONT * s_))
+        labels = (dict(tickvals=[-bound, bound], ticktext=[f"{-bound:.2g}", f"{bound:.2g}"]) if ticks < 3 and bound
+                  else dict(nticks=max(2, min(5, ticks))))
         return dict(title=dict(text=title, side="right"), x=max(x[1] for x in xs) + 0.008, xanchor="left",
-                    y=(low + high) / 2, yanchor="middle", len=max(high - low, 0.06), lenmode="fraction",
-                    thickness=12, nticks=5)
+                    y=(low + high) / 2, yanchor="middle", len=length, lenmode="fraction", thickness=12, **labels)
 
     m = _symmetric(*score_rows)
-    signed = lambda *arrays: dict(colorscale=SIGNED, cmin=-_symmetric(*arrays), cmax=_symmetric(*arrays))
+    signed = lambda title, ref, *arrays: dict(colorscale=SIGNED, cmin=-_symmetric(*arrays), cmax=_symmetric(*arrays),
+                                              colorbar=bar(title, ref, bound=_symmetric(*arrays)))
     fig.update_layout(
-        coloraxis=dict(colorscale=SIGNED, cmin=-m, cmax=m, colorbar=bar("score", 4, 5, 6)),
+        coloraxis=dict(colorscale=SIGNED, cmin=-m, cmax=m, colorbar=bar("score", 4, 5, 6, bound=m)),
         coloraxis2=dict(PROBS_COLOURS, colorbar=bar("probability", 7)),
-        coloraxis3=dict(signed(s["x"]), colorbar=bar("x", 0)),
-        coloraxis4=dict(signed(s["q"], s["k"]), colorbar=bar("q, k", 1)),
-        coloraxis5=dict(signed(s["v"], s["out"]), colorbar=bar("v, out", 3)),
-        coloraxis6=dict(signed(s["write"]), colorbar=bar("write", 9)),
+        coloraxis3=signed("x", 0, s["x"]),
+        coloraxis4=signed("q, k", 1, s["q"], s["k"]),
+        coloraxis5=signed("v, out", 3, s["v"], s["out"]),
+        coloraxis6=signed("write", 9, s["write"]),
     )
+    for caption in fig.layout.annotations:       # a caption clear of the row labels under it ("0: <|endoftext|>")
+        caption.yshift = round(6 * s_)
+    # no "0" under the keys' corner, where it sat on the last key's label on a projector
+    every = max(1, d_head // 3)
+    fig.update_xaxes(tickmode="array", tickvals=list(range(every, d_head, every)), row=2, col=1)
     fig.update_yaxes(autorange="reversed", row=2)
     fig.update_yaxes(showticklabels=False, row=2, col=2)           # same keys as the k panel beside it
     for r in (3, 4, 5):                                            # the four key strips share one key axis
@@ -328,7 +343,7 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
         every = math.ceil(T / 16)
         fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)), row=6, col=1)
     return style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
-                 filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=1100,
+                 filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=STEPS_HEIGHT,
                  maps=True)
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from toyviz.app.figures import candidate_label, figure, heatmap, message, numpy, style, token_labels, visible
+from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, message, numpy, style,
+                                 token_labels, visible)
 from toyviz.interpret.dictionary import Dashboard, PromptFeatures
 
 UP, DOWN = "#2166ac", "#b2182b"           # promoted and suppressed, as the residual tab's attributions
 LABEL_CHARS = 40                          # feature labels on an axis are cut to this many characters
-CELL_CHARS = {False: 6, True: 3}          # a context cell's text (laptop, projector); hover has the whole piece
+CELL_CHARS = 6                            # a context cell shows this much of its token (hover: the whole piece)
 
 
 def feature_name(feature: int, label: str) -> str:
@@ -47,17 +48,19 @@ def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
     if not dashboard.contexts:
         return message(f"Feature #{dashboard.feature} never fires on the held-out text.", "Where it fires",
                        filename=filename, projector=projector)
-    before = max(c.peak for c in dashboard.contexts)
-    after = max(len(c.tokens) - c.peak for c in dashboard.contexts)
+    # as many columns as leave CELL_CHARS to a cell (a projector's larger font: fewer), two thirds before the peak
+    columns = next(n for n in range(64, 0, -1) if n == 1 or cell_chars(n, projector) >= CELL_CHARS)
+    before = min(max(c.peak for c in dashboard.contexts), max(1, 2 * columns // 3))
+    after = min(max(len(c.tokens) - c.peak for c in dashboard.contexts), columns - before)
     rows = len(dashboard.contexts)
     z = np.full((rows, before + after), np.nan, dtype=np.float32)
     text = np.full((rows, before + after), "", dtype=object)
     for r, c in enumerate(dashboard.contexts):
-        start = before - c.peak
-        z[r, start: start + len(c.tokens)] = c.acts
-        text[r, start: start + len(c.tokens)] = [visible(t) for t in c.tokens]
-    limit = CELL_CHARS[projector]
-    shown = [[t if len(t) <= limit else t[: limit - 1] + "…" for t in row] for row in text.tolist()]
+        first, last = max(0, c.peak - before), min(len(c.tokens), c.peak + after)
+        start = before - (c.peak - first)
+        z[r, start: start + last - first] = c.acts[first:last]
+        text[r, start: start + last - first] = [visible(t) for t in c.tokens[first:last]]
+    shown = [[cell_text(t, cell_chars(before + after, projector)) for t in row] for row in text.tolist()]
     fig = figure(heatmap(z, x=[str(i - before) for i in range(before + after)],
                          y=[f"{r + 1}: {c.acts[c.peak]:.2f}" for r, c in enumerate(dashboard.contexts)],
                          colorscale="Oranges", zmin=0,
@@ -76,6 +79,8 @@ def activation_histogram(dashboard: Dashboard, *, projector: bool = False) -> go
     fig = figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=dashboard.histogram, width=np.diff(edges),
                         marker_color="#e6550d", hovertemplate="around %{x:.2f}: %{y} tokens<extra></extra>"))
     fig.update_layout(xaxis_title_text="activation", yaxis_title_text="held-out tokens", bargap=0.05)
+    # the x axis starts a little left of 0: both axes' "0" at the corner covered each other on a projector
+    fig.update_xaxes(range=[edges[0] - 0.05 * (edges[-1] - edges[0]), edges[-1]])
     return style(fig, f"Feature #{dashboard.feature}: active on {dashboard.frequency:.2%} of held-out tokens",
                  filename=f"toyviz-feature-{dashboard.feature}-histogram", projector=projector, height=320)
 

@@ -9,11 +9,11 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from toyviz.app.figures import candidate_label, figure, heatmap, numpy, style, token_labels, visible
+from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, numpy, style, token_labels,
+                                 visible)
 from toyviz.interpret.readout import direct_logit_attribution, logit_lens_top
 from toyviz.models.trace import Trace
 
-LENS_TEXT_COLUMNS = 40        # the logit lens writes its top tokens into the cells up to this many positions
 
 
 def write_shares(trace: Trace) -> dict[str, np.ndarray]:
@@ -57,10 +57,10 @@ def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Fig
     applied early): watch the right answer appear, layer by layer. `piece(id)` names a token."""
     names, top, prob = logit_lens_top(trace, model)
     text = [[visible(piece(int(i))) for i in row] for row in top]
-    # a readable cell holds about five characters, and past ~40 columns none fits: hover only
-    shown = [[t if len(t) <= 5 else t[:4] + "…" for t in row] for row in text]
+    chars = cell_chars(top.shape[1], projector)       # what fits a cell; with fewer than 2, the hover alone
+    shown = [[cell_text(t, chars) for t in row] for row in text]
     fig = figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
-                         text=shown, texttemplate="%{text}" if top.shape[1] <= LENS_TEXT_COLUMNS else None,
+                         text=shown, texttemplate="%{text}" if chars >= 2 else None,
                          colorbar_title="p(top)", hover="%{y}, %{x}: top %{customdata} (p=%{z:.3f})"))
     fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
     fig.update_layout(xaxis_title_text="position (predicting the next token)", yaxis_autorange="reversed")
