@@ -532,7 +532,7 @@ def test_token_grids_hold_fewer_cells_a_line_on_a_projector(tiny_gpt, trace):
 
 
 def test_unreadable_bytes_get_a_readable_placeholder_and_cut_cells_keep_entities_whole():
-    assert visible("\x15a\x1d") == "␕a␝" and visible("\x7f") == "␡" and visible("\u200b") == "�"
+    assert visible("\x15a\x1d") == "^Ua^]" and visible("\x7f") == "^?" and visible("\u200b") == "�"
     assert visible(" \n\t") == "␣↵⇥" and visible("<|endoftext|>") == "&lt;|endoftext|&gt;"
     assert cell_text(visible("<|endoftext|>"), 4) == "&lt;|e…" and cell_text("␣the", 4) == "␣the"
     assert cell_text("␣make", 1) == ""

@@ -133,11 +133,12 @@ def slug(text: str) -> str:
 
 
 def visible(piece: str) -> str:
-    """A token piece as a label: spaces as ␣, newlines as ↵, other control characters as their Unicode
-    picture (␕ for \\x15: a hall reads a symbol, not an escape), anything else unprintable as �;
-    HTML-safe (plotly renders labels as HTML, so "<|endoftext|>" must be escaped to show up)."""
+    """A token piece as a label: spaces as ␣, newlines as ↵, other control characters in caret notation
+    (^U for \\x15: two letters a hall can read; their Unicode pictures, ␕, are missing from common fonts
+    and showed as empty boxes), anything else unprintable as �; HTML-safe (plotly renders labels as HTML,
+    so "<|endoftext|>" must be escaped to show up)."""
     shown = "".join("␣" if c == " " else "↵" if c == "\n" else "⇥" if c == "\t" else c if c.isprintable()
-                    else chr(0x2400 + ord(c)) if ord(c) < 0x20 else "␡" if ord(c) == 0x7F else "�" for c in piece)
+                    else "^" + chr(ord(c) ^ 0x40) if ord(c) < 0x20 or ord(c) == 0x7F else "�" for c in piece)
     return html.escape(shown, quote=False)
 
 
