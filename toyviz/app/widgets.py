@@ -86,14 +86,25 @@ MESSAGE_LINE = 60            # characters a line of an in-place message holds (i
 
 
 def in_place(fn, outputs: list):
-    """fn (already `friendly`) for the page's own events: a user's mistake replaces every figure the event
-    would draw with the message, and the first text output says it too, until the next action — where
-    the eye is, not in a toast that fades or sits in a corner. The named HTTP endpoints keep raising
-    (their callers want an error, not a picture of one)."""
+    """fn (already `friendly`) for the page's own events, a stream's too: a user's mistake replaces every
+    figure the event would draw with the message, the first text output says it too and text boxes are
+    emptied, until the next action — where the eye is, not in a toast that fades or sits in a corner, and
+    no output outlives the event that made it (a Spanish line beside the message would pass for the
+    translation of what the box says now). The named HTTP endpoints keep raising (their callers want an
+    error, not a picture of one)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args):
+            try:
+                yield from fn(*args)
+            except gr.Error as err:
+                yield placeholders(err.message, outputs)
+        return stream
+
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args):
         try:
-            return fn(*args, **kwargs)
+            return fn(*args)
         except gr.Error as err:
             return placeholders(err.message, outputs)
     return wrapper
@@ -101,7 +112,8 @@ def in_place(fn, outputs: list):
 
 def placeholders(text: str, outputs: list) -> list:
     """The message in place of each output: a figure saying it, the first Markdown/HTML saying it, later ones
-    emptied (a table of the previous prompt's heads would pass for this one's), the rest unchanged."""
+    and text boxes emptied (a table of the previous prompt's heads would pass for this one's), the rest
+    unchanged."""
     lines = "<br>".join(html.escape(line) for line in textwrap.wrap(text, MESSAGE_LINE))
     values, said = [], False
     for output in outputs:
@@ -111,6 +123,8 @@ def placeholders(text: str, outputs: list) -> list:
             values.append("" if said else f"⚠ **{text}**" if isinstance(output, gr.Markdown) else
                           f"<p class='error-note'>⚠ <b>{html.escape(text)}</b></p>")
             said = True
+        elif isinstance(output, gr.Textbox):
+            values.append("")
         else:
             values.append(gr.skip())
     return values
