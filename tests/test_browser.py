@@ -478,6 +478,13 @@ CLIPPED = """() => {
 def test_projector_mode_fits_every_tab(url, browser, size):
     """On a projector every tab button is on screen (no overflow menu), every figure's titles and
     annotations stay inside the figure, and no word in a table is broken across two lines."""
+    problems = on_every_tab_in_projector_mode(browser, url, size, CLIPPED, "projector")
+    assert not problems, "\n".join(problems)
+
+
+def on_every_tab_in_projector_mode(browser, url, size, check: str, shots: str) -> list[str]:
+    """Every tab opened in projector mode at `size` (width, height), its figure drawn, the page script
+    `check` run on it (→ the problems it finds); a screenshot of each, named shots-<height>p-<tab>."""
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
     page.set_default_timeout(WAIT)
     problems = []
@@ -487,8 +494,8 @@ def test_projector_mode_fits_every_tab(url, browser, size):
             expect()(title(page, plot_id)).not_to_be_empty(timeout=WAIT)
             settle(page)
             page.wait_for_timeout(300)
-            problems += [f"{tab_id}: {p}" for p in page.evaluate(CLIPPED)]
-            shot(page, f"projector-{size[1]}p-{tab_id}")
+            problems += [f"{size[1]}p {tab_id}: {p}" for p in page.evaluate(check)]
+            shot(page, f"{shots}-{size[1]}p-{tab_id}")
     finally:
         page.close()
-    assert not problems, "\n".join(problems)
+    return problems

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from benchmarks import stream
+from test_browser import browser  # noqa: F401  (the fixture: Debian's Chromium driven by Playwright)
 from toyviz.app import browser_model
 from toyviz.app.explorer import Explorer
 from toyviz.models.checkpoint import CHECKPOINTS
@@ -45,15 +46,6 @@ def url(explorer):
     _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.launch_options())
     yield address
     demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = stream.launch(p)
-        yield b
-        b.close()
 
 
 def open_page(browser, url, weights=None):

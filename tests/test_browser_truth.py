@@ -168,18 +168,6 @@ OVERLAPS = """() => {
 def test_no_two_texts_of_a_figure_overlap_in_projector_mode(url, browser, size):
     """Tick labels, colour-bar ticks and titles, cell texts and annotations: none covers another, on
     every tab, on a projector at 720p and 1080p."""
-    from test_browser import TABS
-    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
-    page.set_default_timeout(WAIT)
-    problems = []
-    try:
-        for label, tab_id, plot_id, _ in TABS:
-            open_app(page, url, f"?tab={tab_id}&projector=1")
-            expect()(title(page, plot_id)).not_to_be_empty(timeout=WAIT)
-            settle(page)
-            page.wait_for_timeout(300)
-            problems += [f"{size[1]}p {tab_id}: {p}" for p in page.evaluate(OVERLAPS)]
-            shot(page, f"truth-projector-{size[1]}p-{tab_id}")
-    finally:
-        page.close()
+    from test_browser import on_every_tab_in_projector_mode
+    problems = on_every_tab_in_projector_mode(browser, url, size, OVERLAPS, "truth-projector")
     assert not problems, "\n".join(sorted(set(problems)))
