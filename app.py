@@ -55,9 +55,7 @@ def build(explorer: Explorer) -> gr.Blocks:
         # on a narrow or projector screen the tab buttons wrap onto a second row: none hides in a menu
         with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs", overflow_behavior="wrap") as ui.tabs:
             layout.prompt_tabs(ui, sizes)       # Tokens … Residual stream, Why this token?, Features
-            layout.sample_tab(ui)
-            with ui.tab_sample:                 # the GPT in the student's browser (issue #31)
-                ui.browser_model = browser_model.panel()
+            layout.sample_tab(ui)               # the GPT in the student's browser on top (issue #31)
             layout.translate_tab(ui, sizes)
             layout.model_tabs(ui, sizes)        # Experiments, Model
         ui.registry = registry(ui, bind)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from toyviz.app import links, views
+from toyviz.app import browser_model, links, views
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
 from toyviz.interpret import explain
@@ -129,6 +129,9 @@ def why_tab(ui):
 
 def sample_tab(ui):
     with gr.Tab("Sample", id="sample") as ui.tab_sample:
+        # the GPT in the student's browser first (issue #31): it answers as the sliders move, the server's
+        # controls below are the fallback and what the server alone does (steering, the KV cache)
+        ui.browser_model = browser_model.panel()
         intro(ui, "sample")
         with gr.Row():
             ui.temperature = slider("temperature", "temperature (0 = greedy)", 0.05, elem_id="temperature")
