@@ -1,0 +1,161 @@
+"""A lecture the class follows on phones (toyviz.classroom): its state on disk, the phones' routes over HTTP,
+the QR code, and a short run of the lecture benchmark."""
+import datetime as dt
+import threading
+
+import pytest
+
+from toyviz.app import lessons
+from toyviz.classroom import store
+from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
+
+
+@pytest.fixture
+def lectures(tmp_path):
+    return Lectures(tmp_path / "lectures.sqlite3")
+
+
+def at(monkeypatch, when: str):
+    """The store's clock set to an ISO time (UTC)."""
+    moment = dt.datetime.fromisoformat(when).replace(tzinfo=dt.timezone.utc)
+    monkeypatch.setattr(store, "utc_now", lambda: moment)
+
+
+# ---------------------------------------------------------------- the store ----------
+
+def test_a_lecture_starts_on_step_0_with_a_short_code_and_a_long_secret(lectures):
+    code, secret = lectures.start("sampling", 5)
+    assert len(code) == 6 and set(code) <= set(ALPHABET) and len(secret) >= 32
+    lecture = lectures.now(code)
+    assert (lecture.code, lecture.lesson, lecture.step, lecture.steps, lecture.revealed) == (code, "sampling", 0, 5,
+                                                                                             False)
+    assert lectures.presenting(secret) == lecture
+    assert lectures.now(code.lower()[:3] + " " + code.lower()[3:]) == lecture      # as a student types it
+    assert secret not in lectures.path.read_bytes().decode("latin-1")              # only its hash is on disk
+    assert lectures.presenting("not-the-secret") is None and lectures.now("ZZZZZZ") is None
+
+
+def test_codes_of_the_day_differ(lectures):
+    assert len({lectures.start("sampling", 3)[0] for _ in range(50)}) == 50
+
+
+def test_the_presenter_moves_and_reveals_each_change_a_new_version(lectures):
+    code, secret = lectures.start("sampling", 4)
+    first = lectures.now(code)
+    moved = lectures.move(secret, 2)
+    assert (moved.step, moved.revealed) == (2, False) and moved.version == first.version + 1
+    assert lectures.move(secret, 2) == moved                          # no change: the same version
+    revealed = lectures.reveal(secret)
+    assert revealed.revealed and revealed.version == moved.version + 1
+    back = lectures.move(secret, 1)
+    assert (back.step, back.revealed) == (1, False)                    # a move clears "revealed"
+    assert lectures.move(secret, 99).step == 3 and lectures.move(secret, -5).step == 0     # clamped
+
+
+def test_only_the_secret_drives(lectures):
+    code, secret = lectures.start("sampling", 4)
+    other_code, other_secret = lectures.start("sampling", 4)
+    for wrong in (code, "", other_secret[:-1] + "x"):
+        with pytest.raises(NotPresenter):
+            lectures.move(wrong, 1)
+        with pytest.raises(NotPresenter):
+            lectures.reveal(wrong)
+    assert isinstance(NotPresenter("x"), ValueError)
+    lectures.move(other_secret, 3)
+    assert lectures.now(code).step == 0 and lectures.now(other_code).step == 3
+
+
+def test_one_vote_per_device_per_step_and_none_after_the_reveal(lectures):
+    code, secret = lectures.start("sampling", 3)
+    assert lectures.vote(code, "phone-a", " be") and lectures.vote(code, "phone-b", " be")
+    assert lectures.vote(code, "phone-c", " do")
+    assert not lectures.vote(code, "phone-a", " do")                   # a second vote on the same step
+    assert lectures.tally(code, 0) == {" be": 2, " do": 1}
+    lectures.move(secret, 1)
+    assert lectures.vote(code, "phone-a", "higher")                    # a new step, a new ballot
+    lectures.reveal(secret)
+    assert not lectures.vote(code, "phone-b", "lower")                 # the answer is out
+    lectures.move(secret, 0)
+    lectures.move(secret, 1)
+    assert not lectures.vote(code, "phone-d", "lower")                 # still out when the presenter comes back
+    assert lectures.tally(code, 1) == {"higher": 1} and lectures.tally(code, 2) == {}
+    for device, choice in (("", "x"), ("phone-e", ""), ("phone-e", "x" * 41)):
+        assert not lectures.vote(code, device, choice)
+    assert not lectures.vote("ZZZZZZ", "phone-a", " be")
+
+
+def test_a_full_ballot_box_refuses(lectures, monkeypatch):
+    monkeypatch.setattr(store, "VOTES_PER_STEP", 3)
+    code, _ = lectures.start("sampling", 2)
+    assert [lectures.vote(code, f"phone-{i}", "a") for i in range(5)] == [True, True, True, False, False]
+
+
+def test_votes_from_many_threads_at_once_count_once_each(lectures):
+    code, _ = lectures.start("sampling", 2)
+    results = []
+    threads = [threading.Thread(target=lambda i=i: results.append(lectures.vote(code, f"phone-{i % 40}", "a")))
+               for i in range(120)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count(True) == 40 and lectures.tally(code, 0) == {"a": 40}
+
+
+def test_a_restart_keeps_the_step_the_votes_and_the_answers(lectures):
+    code, secret = lectures.start("sampling", 4)
+    lectures.vote(code, "phone-a", " be")
+    lectures.reveal(secret)
+    lectures.move(secret, 2)
+    lectures.vote(code, "phone-a", "5-8")
+    again = Lectures(lectures.path)                                    # the Space restarted
+    assert again.now(code) == lectures.now(code) and again.now(code).step == 2
+    assert again.tally(code, 0) == {" be": 1} and again.tally(code, 2) == {"5-8": 1}
+    assert not again.vote(code, "phone-a", "9-10")                     # still one vote per device
+    assert again.move(secret, 3).step == 3                             # the presenter's link still drives
+
+
+def test_the_path_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOYVIZ_LECTURES", str(tmp_path / "here" / "class.sqlite3"))
+    code, _ = Lectures().start("sampling", 2)
+    assert (tmp_path / "here" / "class.sqlite3").is_file() and Lectures().now(code) is not None
+
+
+def test_a_code_expires_at_the_end_of_the_day_it_is_three_hours_old(lectures, monkeypatch):
+    at(monkeypatch, "2026-11-25T09:00")
+    code, secret = lectures.start("sampling", 3)
+    lectures.vote(code, "phone-a", "x")
+    assert lectures.now(code).expires == "2026-11-25"
+    at(monkeypatch, "2026-11-25T23:59")
+    assert lectures.now(code) is not None
+    at(monkeypatch, "2026-11-26T00:01")
+    assert lectures.now(code) is None and lectures.presenting(secret) is None
+    with pytest.raises(NotPresenter):
+        lectures.move(secret, 1)
+    assert not lectures.vote(code, "phone-b", "x")
+    lectures.start("sampling", 3)                                      # the next lecture sweeps the old one away
+    assert lectures.db().execute("SELECT COUNT(*) FROM votes").fetchone()[0] == 0
+    at(monkeypatch, "2026-11-25T22:30")                                # an evening class keeps its code past midnight
+    assert lectures.now(lectures.start("sampling", 3)[0]).expires == "2026-11-26"
+
+
+def test_the_model_answers_at_the_first_reveal_only_and_the_answer_is_kept(tmp_path, tiny_gpt, monkeypatch):
+    lectures = Lectures(tmp_path / "lectures.sqlite3", models=tiny_gpt)
+    step = store.lesson_of("sampling").steps[0]
+    expected, calls = lessons.answer(step, tiny_gpt), []
+    monkeypatch.setattr(lessons, "answer", lambda *args: calls.append(args) or expected)
+    code, secret = lectures.start("sampling", len(store.lesson_of("sampling").steps))
+    assert lectures.answer(code, 0) is None
+    lectures.reveal(secret)
+    lectures.move(secret, 1)
+    lectures.move(secret, 0)
+    lectures.reveal(secret)
+    assert len(calls) == 1 and lectures.answer(code, 0) == expected
+    assert Lectures(lectures.path).answer(code, 0) == expected         # on disk, for the phones after a restart
+
+
+def test_a_lecture_names_a_shipped_lesson_or_a_file(tmp_path):
+    assert store.lesson_path("sampling") == lessons.SHIPPED / "sampling.md"
+    mine = tmp_path / "mine.md"
+    mine.write_text("---\ntitle: Mine\n---\n\n## One\ntab: tokens\n", encoding="utf-8")
+    assert store.lesson_of(str(mine)).title == "Mine" and store.lesson_step(str(mine), 1) is None

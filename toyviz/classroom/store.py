@@ -1,0 +1,229 @@
+"""A lecture's state on disk: which lesson, which step, revealed or not, the class's votes, the model's answers.
+
+SQLite from the standard library, so that a Space restarting mid-lecture comes back on the same step with the
+same votes. Two keys open a lecture (reveal.js multiplex's idea, the W3C TAG's capability URLs):
+- the join code, short and typed by 120 students off a projector: it grants only following and voting;
+- the presenter's secret (`secrets.token_urlsafe(24)`, 192 bits), which drives; only its SHA-256 is stored, so the
+  file on disk cannot drive a lecture.
+A lecture expires at the end of the day (UTC) on which it is three hours old, so that an evening class does not
+lose its code at midnight UTC; expired lectures, their votes and answers are deleted when the next one starts.
+Nothing personal is kept: a vote is (lecture, step, a random id the phone made up, the choice).
+
+Gradio answers on many threads: each thread has its own connection, the file is in WAL mode (readers never wait
+for a writer, so 100 phones polling do not queue behind a vote), and every change is one transaction.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from toyviz.app import lessons
+
+DEFAULT_PATH = Path("~/.cache/toyviz/lectures.sqlite3")
+ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"     # no 0/O, 1/I/L: read off a projector at the back of a hall
+CODE_LENGTH = 6                                  # 31**6 ≈ 890 million codes
+LECTURE_HOURS = 3                                # a lecture keeps its code at least this long
+VOTES_PER_STEP = 2000                            # a step's ballot box is full past this: a flood cannot fill the disk
+LONGEST_CHOICE = 40                              # a typed answer is a token or a number, not an essay
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS lectures (
+    code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL UNIQUE, lesson TEXT NOT NULL, step INTEGER NOT NULL,
+    steps INTEGER NOT NULL, revealed INTEGER NOT NULL, expires TEXT NOT NULL, version INTEGER NOT NULL,
+    changed REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS votes (
+    code TEXT NOT NULL, step INTEGER NOT NULL, device TEXT NOT NULL, choice TEXT NOT NULL,
+    PRIMARY KEY (code, step, device));
+CREATE TABLE IF NOT EXISTS answers (         -- a row once a step is revealed; value NULL: no model answered
+    code TEXT NOT NULL, step INTEGER NOT NULL, value TEXT, detail TEXT, choice INTEGER,
+    PRIMARY KEY (code, step));
+"""
+COLUMNS = "code, lesson, step, steps, revealed, expires, version, changed"
+
+
+class NotPresenter(ValueError):
+    """A request to drive a lecture without its presenter's secret."""
+
+
+@dataclass(frozen=True)
+class Lecture:
+    code: str                # the join code
+    lesson: str              # what `start` was given: a shipped lesson's name or a lesson file's path
+    step: int                # 0 .. steps-1
+    steps: int
+    revealed: bool           # the current step's answer is out
+    expires: str             # ISO date (UTC): the code works until that day ends
+    version: int             # +1 on every move and reveal (not on votes): the phones' ETag
+    changed: float           # when the presenter last moved or revealed (Unix time): "not changed for 4 min"
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def today() -> str:
+    return utc_now().date().isoformat()
+
+
+def normal(code: str) -> str:
+    """A code as typed ("k7p 2qx") → as stored ("K7P2QX")."""
+    return "".join(code.split()).upper()
+
+
+class Lectures:
+    """Every lecture in one SQLite file (`path`, else $TOYVIZ_LECTURES, else ~/.cache/toyviz/lectures.sqlite3).
+    Given `models` (the app's Explorer, or a GPT), a reveal computes the step's answer with the live model once
+    and stores it, so a hundred phones read it instead of recomputing it."""
+
+    def __init__(self, path=None, models=None):
+        self.path = Path(path or os.environ.get("TOYVIZ_LECTURES") or DEFAULT_PATH).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.models = models
+        self.local = threading.local()
+        with self.db() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection; `with` it for one transaction."""
+        if not hasattr(self.local, "db"):
+            db = sqlite3.connect(self.path, timeout=10)
+            db.execute("PRAGMA synchronous=NORMAL")         # WAL: a crash of the process loses nothing committed
+            self.local.db = db
+        return self.local.db
+
+    # ------------------------------------------------------------ reading ---
+
+    def lecture(self, where: str, key: str) -> Lecture | None:
+        row = self.db().execute(f"SELECT {COLUMNS} FROM lectures WHERE {where} = ? AND expires >= ?",
+                                (key, today())).fetchone()
+        return None if row is None else Lecture(*row[:4], bool(row[4]), *row[5:])
+
+    def now(self, code: str) -> Lecture | None:
+        """The lecture a join code follows; None when the code is unknown or expired."""
+        return self.lecture("code", normal(code))
+
+    def presenting(self, secret: str) -> Lecture | None:
+        """The lecture `secret` drives; None when it drives none (or that lecture expired)."""
+        return self.lecture("secret_hash", digest(secret))
+
+    def tally(self, code: str, step: int) -> dict[str, int]:
+        """The class's votes on a step: choice → how many, most first."""
+        rows = self.db().execute("SELECT choice, COUNT(*) FROM votes WHERE code = ? AND step = ? GROUP BY choice "
+                                 "ORDER BY COUNT(*) DESC, choice", (normal(code), step)).fetchall()
+        return dict(rows)
+
+    def answer(self, code: str, step: int) -> lessons.Answer | None:
+        """The model's answer to a step's question, as stored at its reveal (None: not revealed, or no model)."""
+        row = self.db().execute("SELECT value, detail, choice FROM answers WHERE code = ? AND step = ?",
+                                (normal(code), step)).fetchone()
+        return None if row is None or row[0] is None else lessons.Answer(*row)
+
+    # ------------------------------------------------------------ changing ---
+
+    def start(self, lesson: str, steps: int) -> tuple[str, str]:
+        """A new lecture on step 0 → (join code, presenter's secret). The secret is not kept: lose it, start again."""
+        if steps < 1:
+            raise ValueError("a lecture needs at least one step")
+        secret, now = secrets.token_urlsafe(24), time.time()
+        expires = (utc_now() + dt.timedelta(hours=LECTURE_HOURS)).date().isoformat()
+        with self.db() as db:
+            for table in ("votes", "answers"):
+                db.execute(f"DELETE FROM {table} WHERE code IN (SELECT code FROM lectures WHERE expires < ?)",
+                           (today(),))
+            db.execute("DELETE FROM lectures WHERE expires < ?", (today(),))
+            while True:                                  # a clash among the day's codes: draw again
+                code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+                try:
+                    db.execute(f"INSERT INTO lectures ({COLUMNS}, secret_hash) VALUES (?, ?, 0, ?, 0, ?, 1, ?, ?)",
+                               (code, str(lesson), steps, expires, now, digest(secret)))
+                    return code, secret
+                except sqlite3.IntegrityError:
+                    continue
+
+    def driven(self, secret: str) -> Lecture:
+        lecture = self.presenting(secret)
+        if lecture is None:
+            raise NotPresenter("only the presenter's link can move or reveal a lecture")
+        return lecture
+
+    def change(self, lecture: Lecture, step: int, revealed: bool) -> Lecture:
+        if (step, revealed) == (lecture.step, lecture.revealed):
+            return lecture
+        with self.db() as db:
+            db.execute("UPDATE lectures SET step = ?, revealed = ?, version = version + 1, changed = ? "
+                       "WHERE code = ?", (step, int(revealed), time.time(), lecture.code))
+        return self.now(lecture.code)
+
+    def move(self, secret: str, step: int) -> Lecture:
+        """The presenter goes to `step` (clamped to the lesson); the new step starts unrevealed."""
+        lecture = self.driven(secret)
+        return self.change(lecture, min(max(int(step), 0), lecture.steps - 1), False)
+
+    def reveal(self, secret: str) -> Lecture:
+        """The presenter reveals the current step: its votes close, and (given models, the first time only) the
+        live model answers its question and the answer is stored with the step."""
+        lecture = self.driven(secret)
+        code, step = lecture.code, lecture.step
+        if not self.db().execute("SELECT 1 FROM answers WHERE code = ? AND step = ?", (code, step)).fetchone():
+            found = self.answered_by_model(lecture)
+            row = (found.value, found.detail, found.choice) if found else (None, None, None)
+            with self.db() as db:
+                db.execute("INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?)", (code, step, *row))
+        return self.change(lecture, step, True)
+
+    def answered_by_model(self, lecture: Lecture) -> lessons.Answer | None:
+        step = lesson_step(lecture.lesson, lecture.step) if self.models is not None else None
+        return lessons.answer(step, self.models) if step and step.question else None
+
+    def vote(self, code: str, device: str, choice: str) -> bool:
+        """One vote of a device on the lecture's current step. False (and nothing stored) when the lecture is
+        unknown or expired, the step was ever revealed, the device has voted on this step, the choice is
+        empty or too long, or the step's ballot box is full."""
+        lecture = self.now(code)
+        if lecture is None or lecture.revealed or not choice.strip() or len(choice) > LONGEST_CHOICE or not device:
+            return False
+        args = (lecture.code, lecture.step)
+        with self.db() as db:       # one statement: a reveal or the box filling up cannot slip in between
+            inserted = db.execute(
+                "INSERT OR IGNORE INTO votes SELECT ?, ?, ?, ? WHERE NOT EXISTS "
+                "(SELECT 1 FROM answers WHERE code = ? AND step = ?) AND "
+                "(SELECT COUNT(*) FROM votes WHERE code = ? AND step = ?) < ?",
+                (*args, device[:64], choice, *args, *args, VOTES_PER_STEP))
+            return inserted.rowcount == 1
+
+
+# ---------------------------------------------------------------- the lesson behind a lecture ----------
+
+LOADED: dict[tuple[str, float], lessons.Lesson] = {}
+
+
+def lesson_path(name: str) -> Path:
+    """A lecture's lesson: a shipped lesson's name ("sampling") or a lesson file's path."""
+    shipped = {path.stem: path for path in lessons.shipped()}
+    return shipped[name] if name in shipped else Path(name)
+
+
+def lesson_of(name: str) -> lessons.Lesson:
+    """The parsed lesson, read again only when its file changes (a lecturer fixing a typo mid-class)."""
+    path = lesson_path(name)
+    key = (str(path), path.stat().st_mtime)
+    if key not in LOADED:
+        LOADED[key] = lessons.load(path)
+    return LOADED[key]
+
+
+def lesson_step(name: str, step: int) -> lessons.Step | None:
+    steps = lesson_of(name).steps
+    return steps[step] if 0 <= step < len(steps) else None
