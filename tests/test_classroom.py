@@ -1,12 +1,15 @@
 """A lecture the class follows on phones (toyviz.classroom): its state on disk, the phones' routes over HTTP,
 the QR code, and a short run of the lecture benchmark."""
 import datetime as dt
+import re
 import threading
+from xml.etree import ElementTree
 
 import pytest
+import segno
 
 from toyviz.app import lessons
-from toyviz.classroom import store
+from toyviz.classroom import qr, store
 from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
 
 
@@ -159,3 +162,33 @@ def test_a_lecture_names_a_shipped_lesson_or_a_file(tmp_path):
     mine = tmp_path / "mine.md"
     mine.write_text("---\ntitle: Mine\n---\n\n## One\ntab: tokens\n", encoding="utf-8")
     assert store.lesson_of(str(mine)).title == "Mine" and store.lesson_step(str(mine), 1) is None
+
+
+# ---------------------------------------------------------------- the QR code ----------
+
+def modules(svg: str) -> list[list[bool]]:
+    """The dark modules an SVG from qr.svg draws: its path's runs "M x y.5 h n m dx dy …" back into a grid."""
+    root = ElementTree.fromstring(svg)
+    size = int(root.get("viewBox").split()[2])
+    dark = next(p for p in root if p.get("stroke") == "#000").get("d")
+    grid, x, y = [[False] * size for _ in range(size)], 0.0, 0.0
+    for op, a, b in re.findall(r"([Mmhv])(-?[\d.]+)(?:[ ,](-?[\d.]+))?", dark):
+        if op in "Mm":
+            x, y = (float(a), float(b)) if op == "M" else (x + float(a), y + float(b))
+        elif op == "h":
+            for column in range(int(x), int(x + float(a))):
+                grid[int(y)][column] = True
+            x += float(a)
+    return grid
+
+
+def test_the_qr_code_is_the_student_link_with_its_quiet_zone():
+    url = "https://teacher-toyviz.hf.space/class/K7P2QX"
+    svg = qr.svg(url)
+    assert svg.startswith("<svg") and 'fill="#fff"' in svg and "width=" not in svg      # the page sizes it
+    expected = [[bool(m) for m in row] for row in segno.make(url, error="m", micro=False).matrix]
+    grid = modules(svg)
+    assert len(grid) == len(expected) + 8                                               # 4 light modules a side
+    assert [row[4:-4] for row in grid[4:-4]] == expected
+    assert not any(grid[0]) and not any(row[0] for row in grid)
+    assert segno.make(url, error="m", micro=False).version <= 4     # coarse enough to scan from the back of a hall
