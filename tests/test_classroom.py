@@ -5,12 +5,15 @@ import re
 import threading
 from xml.etree import ElementTree
 
+import fastapi
 import pytest
 import segno
+from fastapi.testclient import TestClient
 
 from toyviz.app import lessons
-from toyviz.classroom import qr, store
+from toyviz.classroom import qr, routes, store
 from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
+from toyviz.classroom.throttle import Throttle
 
 
 @pytest.fixture
@@ -192,3 +195,108 @@ def test_the_qr_code_is_the_student_link_with_its_quiet_zone():
     assert [row[4:-4] for row in grid[4:-4]] == expected
     assert not any(grid[0]) and not any(row[0] for row in grid)
     assert segno.make(url, error="m", micro=False).version <= 4     # coarse enough to scan from the back of a hall
+
+
+# ---------------------------------------------------------------- the routes, over HTTP ----------
+
+@pytest.fixture
+def phones(lectures):
+    """An HTTP client of a FastAPI app with the lecture routes attached, and a Sampling lecture on it."""
+    app = fastapi.FastAPI()
+    routes.attach(app, lectures)
+    code, secret = lectures.start("sampling", len(store.lesson_of("sampling").steps))
+    return TestClient(app), code, secret
+
+
+def test_the_phone_page_is_served_for_a_code_and_for_none(phones):
+    client, code, _ = phones
+    for path in (f"/class/{code}", "/class"):
+        page = client.get(path)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert 'name="viewport"' in page.text and "/now" in page.text
+
+
+def test_now_is_the_current_step_small_and_304_while_unchanged(phones):
+    client, code, secret = phones
+    first = client.get(f"/class/{code}/now")
+    body, tag = first.json(), first.headers["etag"]
+    step = store.lesson_of("sampling").steps[0]
+    assert (body["step"], body["steps"], body["revealed"], body["question"], body["choices"]) == \
+           (0, len(store.lesson_of("sampling").steps), False, step.question.ask, list(step.question.choices))
+    assert body["link"] == step.link and "answer" not in body and "tally" not in body
+    assert len(first.content) < 400
+    again = client.get(f"/class/{code}/now", headers={"If-None-Match": tag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == tag
+    client.post(f"/class/{code}/vote", json={"device": "phone-aaaa", "step": 0, "choice": " be"})
+    assert client.get(f"/class/{code}/now", headers={"If-None-Match": tag}).status_code == 304   # votes: same step
+    lectures_moved = client.post(f"/class/{code}/step", json={"secret": secret, "step": 1}).json()
+    assert lectures_moved["step"] == 1
+    moved = client.get(f"/class/{code}/now", headers={"If-None-Match": tag})
+    assert moved.status_code == 200 and moved.json()["step"] == 1 and moved.headers["etag"] != tag
+    assert client.get(f"/class/{code.lower()}/now").json()["step"] == 1                  # as a student types it
+    assert client.get("/class/ZZZZZZ/now").status_code == 404
+
+
+def test_a_student_cannot_advance_or_reveal(phones, lectures):
+    client, code, secret = phones
+    _, other_secret = lectures.start("sampling", 3)
+    for secret_tried in ("", code, "guess" * 8, other_secret):      # another lecture's presenter neither
+        assert client.post(f"/class/{code}/step", json={"secret": secret_tried, "step": 3}).status_code == 403
+        assert client.post(f"/class/{code}/reveal", json={"secret": secret_tried}).status_code == 403
+    assert client.post(f"/class/{code}/step", json={"step": 3}).status_code == 422
+    assert lectures.now(code).step == 0 and not lectures.now(code).revealed
+    assert client.post(f"/class/{code}/step", json={"secret": secret, "step": 3}).status_code == 200
+
+
+def test_votes_over_http_once_per_device_then_the_reveal_shows_them_beside_the_answer(phones, lectures):
+    client, code, secret = phones
+    ballot = lambda device, choice, step=0: client.post(f"/class/{code}/vote",
+                                                         json={"device": device, "step": step, "choice": choice})
+    assert ballot("phone-aaaa", " be").json() == {"counted": True, "step": 0, "why": ""}
+    assert ballot("phone-bbbb", " do").json()["counted"]
+    second = ballot("phone-aaaa", " do").json()
+    assert not second["counted"] and "already voted" in second["why"]
+    assert ballot("phone-cccc", "banana").status_code == 422                # not one of the step's choices
+    assert ballot("bad id", " be").status_code == 422
+    assert ballot("phone-cccc", " be", step=1).status_code == 409            # a phone behind the presenter
+    assert client.post(f"/class/{code}/reveal", json={"secret": secret}).json()["revealed"]
+    closed = ballot("phone-cccc", " be").json()
+    assert not closed["counted"] and "closed" in closed["why"]
+    now = client.get(f"/class/{code}/now").json()
+    assert now["revealed"] and now["tally"] == {" be": 1, " do": 1} and "point" in now
+    assert now["answer"] is None                # this store has no model: nothing computed (the next test has one)
+
+
+def test_after_the_reveal_phones_get_the_models_answer(tmp_path, tiny_gpt):
+    lectures = Lectures(tmp_path / "lectures.sqlite3", models=tiny_gpt)
+    app = fastapi.FastAPI()
+    routes.attach(app, lectures)
+    client = TestClient(app)
+    code, secret = lectures.start("sampling", 3)
+    client.post(f"/class/{code}/reveal", json={"secret": secret})
+    expected = lessons.answer(store.lesson_of("sampling").steps[0], tiny_gpt)
+    assert client.get(f"/class/{code}/now").json()["answer"] == {"value": expected.value, "detail": expected.detail,
+                                                                 "choice": expected.choice}
+
+
+def test_a_loop_guessing_codes_or_stuffing_votes_is_throttled(lectures, monkeypatch):
+    monkeypatch.setattr(routes, "JOINS", (5, 0.01))
+    monkeypatch.setattr(routes, "VOTES", (5, 0.01))
+    app = fastapi.FastAPI()
+    routes.attach(app, lectures)
+    client = TestClient(app)
+    code, _ = lectures.start("sampling", 3)
+    guesses = [client.get(f"/class/{guess}/now").status_code for guess in ("AAAAAA", "AAAAAB", "AAAAAC") * 3]
+    assert guesses[:5] == [404] * 5 and set(guesses[5:]) == {429}
+    assert client.get(f"/class/{code}/now").status_code == 200          # following a real lecture is never refused
+    stuffed = [client.post(f"/class/{code}/vote", json={"device": f"made-up-{i:04}", "step": 0, "choice": " be"})
+               for i in range(8)]
+    assert [r.status_code for r in stuffed] == [200] * 5 + [429] * 3 and int(stuffed[-1].headers["retry-after"]) >= 1
+    assert lectures.tally(code, 0) == {" be": 5}
+
+
+def test_a_throttle_lets_a_burst_through_then_refills():
+    throttle = Throttle(burst=3, per_second=2)
+    assert [throttle.wait("a", now=0) for _ in range(4)] == [0, 0, 0, 0.5]
+    assert throttle.wait("b", now=0) == 0                                 # another client, its own bucket
+    assert throttle.wait("a", now=0.5) == 0 and throttle.wait("a", now=0.5) > 0

@@ -124,6 +124,11 @@ class Lectures:
                                  "ORDER BY COUNT(*) DESC, choice", (normal(code), step)).fetchall()
         return dict(rows)
 
+    def closed(self, code: str, step: int) -> bool:
+        """Whether a step was ever revealed: its votes are closed for good, even when the presenter comes back."""
+        return self.db().execute("SELECT 1 FROM answers WHERE code = ? AND step = ?",
+                                 (normal(code), step)).fetchone() is not None
+
     def answer(self, code: str, step: int) -> lessons.Answer | None:
         """The model's answer to a step's question, as stored at its reveal (None: not revealed, or no model)."""
         row = self.db().execute("SELECT value, detail, choice FROM answers WHERE code = ? AND step = ?",
@@ -176,7 +181,7 @@ class Lectures:
         live model answers its question and the answer is stored with the step."""
         lecture = self.driven(secret)
         code, step = lecture.code, lecture.step
-        if not self.db().execute("SELECT 1 FROM answers WHERE code = ? AND step = ?", (code, step)).fetchone():
+        if not self.closed(code, step):
             found = self.answered_by_model(lecture)
             row = (found.value, found.detail, found.choice) if found else (None, None, None)
             with self.db() as db:

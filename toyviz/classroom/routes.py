@@ -1,0 +1,154 @@
+"""The phones' side of a lecture: small FastAPI routes beside the Gradio app, and the page they serve.
+
+    GET  /class                 the phone page, asking for the join code
+    GET  /class/{code}          the phone page of a lecture (phone.html: plain HTML, CSS and JavaScript)
+    GET  /class/{code}/now      the current step, a few hundred bytes of JSON; 304 when the phone's ETag is current
+    POST /class/{code}/vote     {"device", "step", "choice"}: one vote per device per step
+    POST /class/{code}/step     {"secret", "step"}: the presenter moves (403 without the presenter's secret)
+    POST /class/{code}/reveal   {"secret"}: the presenter reveals (403 without it)
+
+Phones poll /now about once a second instead of holding one of Gradio's queued events open (a `gr.Timer` tick is
+a queued event, and a sleeping phone's timer stops anyway). An unchanged step costs one SQLite read and a 304 of
+no body; a changed one is built once per version and shared by every phone. `attach` adds the routes to a running
+Gradio app: `demo.app` once `demo.launch(..., prevent_thread_lock=True)` has returned.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import fastapi
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from toyviz.app.lessons import LessonError
+from toyviz.classroom.store import LONGEST_CHOICE, Lecture, Lectures, lesson_of, normal
+from toyviz.classroom.throttle import Throttle
+
+PAGE = (Path(__file__).with_name("phone.html")).read_text(encoding="utf-8")
+# a join is a page load or a look-up of a code that is not a lecture's: a hall behind one address joins at
+# once, a script guessing codes gets one a second (31**6 codes: years to find a lecture)
+JOINS = (300, 1.0)
+VOTES = (300, 2.0)               # (burst, per second): a hall's votes on a step at once; a loop, two a second
+PAYLOADS_KEPT = 256              # built /now answers kept (a lecture's current version each; old ones dropped)
+
+
+class Vote(BaseModel):
+    device: str = Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")    # random, made by the phone, kept in its localStorage
+    step: int                                                 # the step the phone shows: a late vote is not moved on
+    choice: str = Field(min_length=1, max_length=LONGEST_CHOICE)
+
+
+class Move(BaseModel):
+    secret: str
+    step: int
+
+
+class Secret(BaseModel):
+    secret: str
+
+
+def attach(app: fastapi.FastAPI, lectures: Lectures) -> None:
+    """Serve the phones' page and routes from `app` (the Gradio app's FastAPI app, `demo.app`)."""
+    app.include_router(router(lectures))
+
+
+def client(request: Request) -> str:
+    """Whom the throttles count: the address the server sees (behind a proxy, what the proxy forwarded)."""
+    return request.client.host if request.client else "?"
+
+
+def refused(throttle: Throttle, request: Request) -> Response | None:
+    wait = throttle.wait(client(request))
+    return JSONResponse({"error": "too many requests from this address; try again soon"}, 429,
+                        {"Retry-After": str(max(1, round(wait)))}) if wait else None
+
+
+def not_found(code: str) -> JSONResponse:
+    return JSONResponse({"error": f"no lecture has the code {normal(code)} today (a code ends with its day)"}, 404)
+
+
+def current(lectures: Lectures, lecture: Lecture) -> dict:
+    """What a phone shows of a lecture: the step, its question and choices, and once revealed, the model's
+    answer with the class's votes beside it."""
+    now = {"step": lecture.step, "steps": lecture.steps, "revealed": lecture.revealed, "version": lecture.version,
+           "changed": round(lecture.changed)}
+    try:
+        lesson = lesson_of(lecture.lesson)
+    except (OSError, LessonError) as err:        # the lecturer's file moved or broke: say so, keep following
+        return {**now, "lesson": "", "title": f"The lesson cannot be read: {err}"}
+    if lecture.step >= len(lesson.steps):
+        return {**now, "lesson": lesson.title, "title": "This step is no longer in the lesson file"}
+    step = lesson.steps[lecture.step]
+    question = step.question
+    now.update(lesson=lesson.title, title=step.title, link=step.link, question=question and question.ask,
+               choices=list(question.choices) if question else [])
+    if lecture.revealed and question:
+        answer = lectures.answer(lecture.code, lecture.step)
+        now.update(point=step.point, tally=lectures.tally(lecture.code, lecture.step),
+                   answer=answer and {"value": answer.value, "detail": answer.detail, "choice": answer.choice})
+    return now
+
+
+def router(lectures: Lectures) -> APIRouter:
+    api = APIRouter(prefix="/class")
+    joins, votes = Throttle(*JOINS), Throttle(*VOTES)
+    built: dict[tuple[str, int], bytes] = {}                  # (code, version) → the /now body
+
+    @api.get("", response_class=HTMLResponse)
+    @api.get("/{code}", response_class=HTMLResponse)
+    def page(request: Request, code: str = ""):
+        return refused(joins, request) or HTMLResponse(PAGE, headers={"Cache-Control": "no-cache"})
+
+    @api.get("/{code}/now")
+    async def now(code: str, request: Request):              # on the event loop: one indexed read, no thread hop
+        lecture = lectures.now(code)
+        if lecture is None:
+            return refused(joins, request) or not_found(code)
+        tag = f'"{lecture.code}.{lecture.version}"'
+        headers = {"ETag": tag, "Cache-Control": "no-cache"}
+        if request.headers.get("if-none-match") == tag:
+            return Response(status_code=304, headers=headers)
+        key = (lecture.code, lecture.version)
+        if key not in built:
+            if len(built) >= PAYLOADS_KEPT:
+                built.clear()
+            built[key] = json.dumps(current(lectures, lecture), ensure_ascii=False, separators=(",", ":")).encode()
+        return Response(built[key], media_type="application/json", headers=headers)
+
+    @api.post("/{code}/vote")
+    def vote(code: str, ballot: Vote, request: Request):
+        if too_many := refused(votes, request):
+            return too_many
+        lecture = lectures.now(code)
+        if lecture is None:
+            return not_found(code)
+        if ballot.step != lecture.step:
+            return JSONResponse({"counted": False, "step": lecture.step,
+                                 "why": "the presenter has moved on: this vote was for another step"}, 409)
+        choices = current(lectures, lecture).get("choices")
+        if choices and ballot.choice not in choices:
+            return JSONResponse({"error": f"{ballot.choice!r} is not one of this step's choices"}, 422)
+        counted = lectures.vote(code, ballot.device, ballot.choice)
+        why = "" if counted else ("the answer is out: this step's votes are closed" if lectures.closed(code, lecture.step)
+                                  else "this phone has already voted on this step")
+        return {"counted": counted, "step": lecture.step, "why": why}
+
+    def presenter(code: str, secret: str, request: Request, act) -> Response | dict:
+        lecture = lectures.presenting(secret)
+        if lecture is None or lecture.code != normal(code):
+            return refused(joins, request) or JSONResponse(
+                {"error": "only the presenter's link can move or reveal this lecture"}, 403)
+        return dataclasses.asdict(act())
+
+    @api.post("/{code}/step")
+    def step(code: str, move: Move, request: Request):
+        return presenter(code, move.secret, request, lambda: lectures.move(move.secret, move.step))
+
+    @api.post("/{code}/reveal")
+    def reveal(code: str, body: Secret, request: Request):
+        return presenter(code, body.secret, request, lambda: lectures.reveal(body.secret))
+
+    return api
