@@ -25,10 +25,12 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr
 
 import toyviz
-from toyviz.app import browser_model, layout, links, views
+from toyviz.app import browser_model, layout, links, presenter, views
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
+from toyviz.app.presenter import Presenter
+from toyviz.classroom.store import Lectures
 from toyviz.serving import files
 from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
@@ -46,11 +48,13 @@ GENERATIONS_AT_ONCE = 32
 CLEAN_CACHE = (60, int(files.KEEP_S))
 
 
-def build(explorer: Explorer) -> gr.Blocks:
-    """The page: header, tabs, wiring; `demo.ui` keeps the components (tests reach them there)."""
+def build(explorer: Explorer, lectures: Lectures | None = None) -> gr.Blocks:
+    """The page: lesson bar, header, tabs, wiring; `demo.ui` keeps the components (tests reach them there).
+    `lectures`: where lessons taught from this page keep their state (default: made when a lesson opens)."""
     ui, sizes = SimpleNamespace(), explorer.sizes()
     bind = lambda view: friendly(functools.partial(view, explorer))      # a renderer serving this explorer
     with gr.Blocks(title="toyviz — see a transformer work", delete_cache=CLEAN_CACHE) as demo:
+        layout.lesson_bar(ui)                   # a lecture's step, question and join code (issue #33)
         layout.header(ui)
         # on a narrow or projector screen the tab buttons wrap onto a second row: none hides in a menu
         with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs", overflow_behavior="wrap") as ui.tabs:
@@ -61,7 +65,8 @@ def build(explorer: Explorer) -> gr.Blocks:
         ui.registry = registry(ui, bind)
         wire_tabs(ui, ui.registry)
         wire_actions(ui, explorer, bind, ui.registry)
-        wire_links(ui, demo)
+        wire_links(ui)
+        wire_lessons(ui, demo, Presenter(explorer, lectures))
     demo.ui = ui
     return demo
 
@@ -177,7 +182,7 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
           ui.norm_name, api_visibility="private")
 
 
-def wire_links(ui, demo: gr.Blocks):
+def wire_links(ui):
     """Copy link: the view's state as a URL query; opening a link restores every control it names."""
     state = list(DEFAULTS)                          # the controls below, in this order
     controls = [ui.current, ui.prompt, ui.layer, ui.head, ui.mode, ui.query, ui.temperature, ui.top_k, ui.top_p,
@@ -189,18 +194,64 @@ def wire_links(ui, demo: gr.Blocks):
         None, ui.link, ui.link, js="(q) => { const u = location.origin + location.pathname + q; "
                                    "navigator.clipboard && navigator.clipboard.writeText(u).catch(() => {}); return u; }")
     ui.projector.change(None, ui.projector, None, js=TOGGLE_PROJECTOR)
+    ui.link_upper = {"layer": ui.layer.maximum, "head": ui.head.maximum, "query": ui.query.maximum,
+                     "snapshot": ui.snapshot.maximum}
 
     def restore(request: gr.Request):
         """Deep link: the URL query sets the tab and every control it names, clamped to the sliders."""
-        s = links.parse(request.query_params if request else {},
-                        upper={"layer": ui.layer.maximum, "head": ui.head.maximum, "query": ui.query.maximum,
-                               "snapshot": ui.snapshot.maximum})
+        s = links.parse(request.query_params if request else {}, upper=ui.link_upper)
         return [gr.Tabs(selected=s["tab"])] + [s[key] for key in state]
 
     ui.restore, ui.link_controls = restore, controls
-    demo.load(restore, None, [ui.tabs] + controls, api_visibility="private").then(
-        ui.refresh, [ui.current] + ui.all_inputs, ui.all_outputs, api_visibility="private").then(
-        None, ui.projector, None, js=TOGGLE_PROJECTOR)
+
+
+def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
+    """The page's load and a lecture (toyviz.app.presenter): the address opens a deep link or a lecture, the
+    Lessons picker a lecture; Prev / Next (← → space) set each step's view as its deep link would, keeping the
+    page's projector mode, then redraw the tab; Reveal uncovers the answer and the votes."""
+    bar = [ui.lesson_panel, ui.lesson_bar, ui.lecture_info, ui.lecture, ui.lesson_tick]
+    shows = [ui.tabs] + ui.link_controls + bar
+
+    def show(shown, root: str, projector: bool | None = None) -> list:
+        view = presenter.view(shown, ui.link_upper)
+        if projector is not None and "projector" not in shown.step.origin:
+            view["projector"] = projector            # a step that does not name it keeps the page's
+        return ([gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
+                presenter.bar(shown, lessons.lectures, root), presenter.client(shown),
+                {"secret": shown.secret, "root": root}, gr.Timer(active=True)])
+
+    def opened(stored: str, root: str, request: gr.Request):
+        try:
+            shown = lessons.open(dict(request.query_params) if request else {}, stored)
+        except ValueError as err:                   # a lesson with a mistake, a stale presenter link
+            return ui.restore(request) + [gr.Column(visible=True), presenter.problem(str(err)), {}, {"root": root},
+                                          gr.skip()]
+        if shown is None:
+            return ui.restore(request) + [gr.skip(), gr.skip(), {}, {"root": root}, gr.skip()]
+        return show(shown, root)
+
+    def picked(name: str, lecture: dict, projector: bool):
+        try:
+            return show(lessons.start(name), lecture.get("root", "/"), projector)
+        except ValueError as err:
+            return [gr.skip()] * (len(shows) - len(bar)) + [gr.Column(visible=True), presenter.problem(str(err)),
+                                                            {}, lecture, gr.skip()]
+
+    step = lambda by: lambda lecture, projector: show(lessons.move(lecture["secret"], by), lecture["root"], projector)
+    reveal = lambda lecture: show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
+    votes = lambda lecture: presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
+    redraw = dict(fn=ui.refresh, inputs=[ui.current] + ui.all_inputs, outputs=ui.all_outputs, api_visibility="private")
+    for event, fn, inputs, js in [(demo.load, opened, [ui.lecture_key, ui.page_root], presenter.READ_SECRET),
+                                  (ui.lesson_pick.input, picked, [ui.lesson_pick, ui.lecture, ui.projector], None),
+                                  (ui.lesson_next.click, step(+1), [ui.lecture, ui.projector], None),
+                                  (ui.lesson_prev.click, step(-1), [ui.lecture, ui.projector], None)]:
+        event(friendly(fn), inputs, shows, js=js, api_visibility="private").then(
+            None, ui.lecture_info, None, js=presenter.KEEP_SECRET).then(**redraw).then(
+            None, ui.projector, None, js=TOGGLE_PROJECTOR)
+    ui.lesson_reveal.click(friendly(reveal), ui.lecture, bar, api_visibility="private").then(
+        None, ui.lecture_info, None, js=presenter.KEEP_SECRET)
+    ui.lesson_tick.tick(friendly(votes), ui.lecture, ui.lesson_bar, api_visibility="private", queue=False)
+    ui.lesson_copy.click(None, js=presenter.COPY_PRESENTER_LINK)
 
 
 # ---------------------------------------------------------------- start-up -----------------

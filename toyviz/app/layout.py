@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from toyviz.app import browser_model, links, views
+from toyviz.app import browser_model, lessons, links, presenter, views
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
 from toyviz.interpret import explain
@@ -33,11 +33,30 @@ def header(ui):
         with gr.Column(scale=1, min_width=170):
             ui.link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
             ui.export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
+            ui.lesson_pick = gr.Dropdown(lessons.catalogue(), value=None, label="Lessons", elem_id="lesson-pick")
     ui.link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", max_lines=1, visible=False)
     ui.exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
     ui.note = gr.Markdown(elem_id="note")
     ui.current = gr.State(DEFAULTS["tab"])
     ui.prompt_examples = []
+
+
+def lesson_bar(ui):
+    """The lesson bar (toyviz.app.presenter), on top and hidden until a lesson opens: the step, its question and
+    the join code, then Prev / Next / Reveal (→ ← space). What the page script needs travels in components
+    never drawn (the secret from localStorage, the page's address, the lecture's code); the secret itself
+    stays in the session's state."""
+    with gr.Column(visible=False, elem_id="lesson-panel") as ui.lesson_panel:
+        ui.lesson_bar = gr.HTML(elem_id="lesson-bar", js_on_load=presenter.STEP_KEYS)
+        with gr.Row(elem_id="lesson-buttons"):
+            ui.lesson_prev = gr.Button("◀ Prev", size="sm", elem_id="lesson-prev", scale=0, min_width=90)
+            ui.lesson_next = gr.Button("Next ▶", size="sm", variant="primary", elem_id="lesson-next", scale=0, min_width=90)
+            ui.lesson_reveal = gr.Button("Reveal", size="sm", elem_id="lesson-reveal", scale=0, min_width=90)
+            ui.lesson_copy = gr.Button("Copy presenter link", size="sm", elem_id="lesson-copy", scale=0, min_width=90)
+    ui.lecture = gr.State({})
+    ui.lecture_key, ui.page_root = gr.Textbox(visible=False), gr.Textbox(visible=False)
+    ui.lecture_info = gr.JSON(visible=False)
+    ui.lesson_tick = gr.Timer(3, active=False)          # the votes so far, while the bar is up
 
 
 def intro(ui, tab: str):

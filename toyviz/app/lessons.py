@@ -268,6 +268,11 @@ def shipped() -> list[Path]:
     return sorted(SHIPPED.glob("*.md"))
 
 
+def catalogue() -> list[tuple[str, str]]:
+    """(title, name) of each shipped lesson: the app's Lessons picker; a name opens as ?lesson=NAME."""
+    return [(load(path).title, path.stem) for path in shipped()]
+
+
 # ---------------------------------------------------------------- the answers ----------
 
 def quoted(piece: str) -> str:

@@ -1,0 +1,214 @@
+"""The presenter's side of a lecture: the lesson bar on top of the app, and which lecture a page drives.
+
+A lecture opens from a link or the header's Lessons picker: `?lesson=sampling` starts one
+(toyviz.classroom.store.Lectures), `?present=SECRET` (the presenter link) drives an existing one, after a
+restart or from another laptop. The secret is the only key that moves a lecture, so it never appears on the
+page, which a projector shows to the hall: the page keeps it in the lecturer's localStorage and swaps the address
+for `?lecture=CODE` (KEEP_SECRET), which this browser alone can reopen. Each step's view is its deep link
+(`view`), applied as app.py applies any link. A question step covers what answers it until Reveal (the
+`lesson-hides` class, page.css); the Reveal shows the model's answer, computed once by the store, beside the
+class's votes. Plain Python and page script: app.py wires it.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from markdown_it import MarkdownIt
+
+from toyviz.app import lessons, links
+from toyviz.classroom import qr
+from toyviz.classroom.store import Lecture, Lectures, lesson_of, lesson_path
+
+STORED = "toyviz-presenter-"            # localStorage key prefix: + the join code → the presenter's secret
+MARKDOWN = MarkdownIt("commonmark", {"html": False})      # a lesson's text: its own HTML shows as text
+
+# the page's load sends this browser's secret for the lecture in its address (?lecture=CODE), and the page's
+# own address, which the student link and its QR code are made from (a proxy or a Space knows it better than
+# the server does)
+READ_SECRET = ("(secret, root) => { const code = new URLSearchParams(location.search).get('lecture');"
+               f" return [code ? localStorage.getItem('{STORED}' + code) || '' : '', location.origin + location.pathname]; }}")
+# after each change: the answering panels covered or not; the secret kept in localStorage, out of the address bar
+KEEP_SECRET = f"""(info) => {{
+    document.body.classList.toggle('lesson-hides', !!(info && info.hide));
+    if (!info || !info.code) return;
+    if (info.secret) localStorage.setItem('{STORED}' + info.code, info.secret);
+    const query = new URLSearchParams(location.search);
+    if (query.get('lecture') !== info.code || query.has('present') || query.has('lesson'))
+        history.replaceState(null, '', location.pathname + '?lecture=' + info.code);
+}}"""
+# "Copy presenter link": to the clipboard, never onto the screen; outside a secure context (a hall's laptop on
+# http://192.168…) the clipboard API is missing, and a hidden text area's copy command still works
+COPY_PRESENTER_LINK = f"""() => {{
+    const code = new URLSearchParams(location.search).get('lecture');
+    const secret = code && localStorage.getItem('{STORED}' + code);
+    if (!secret) return;
+    const link = location.origin + location.pathname + '?present=' + encodeURIComponent(secret);
+    if (navigator.clipboard && window.isSecureContext) {{ navigator.clipboard.writeText(link).catch(() => {{}}); return; }}
+    const box = Object.assign(document.createElement('textarea'), {{value: link}});
+    box.style.cssText = 'position:fixed;opacity:0;pointer-events:none';
+    document.body.appendChild(box); box.select(); document.execCommand('copy'); box.remove();
+}}"""
+# → or space: next step, ←: previous; not while typing or on a slider or radio (they take the arrows), and a
+# space on a focused button is that button's
+STEP_KEYS = """if (!window.toyvizLessonKeys) {
+    window.toyvizLessonKeys = true;
+    document.addEventListener('keydown', (event) => {
+        if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+        const target = event.target;
+        if (target.closest && target.closest('input, textarea, select, [contenteditable=""], [contenteditable=true]')) return;
+        if (event.key === ' ' && target.closest && target.closest('button')) return;
+        const id = {ArrowRight: 'lesson-next', ' ': 'lesson-next', ArrowLeft: 'lesson-prev'}[event.key];
+        const button = id && document.getElementById(id);
+        if (!button || button.offsetParent === null) return;
+        event.preventDefault();
+        button.click();
+    });
+}"""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the page shows of the lecture it drives."""
+    lecture: Lecture
+    lesson: lessons.Lesson
+    secret: str
+
+    @property
+    def step(self) -> lessons.Step:
+        return self.lesson.steps[self.lecture.step]
+
+    @property
+    def hides(self) -> bool:
+        """A question still open: its answering panels stay covered."""
+        return self.step.question is not None and not self.lecture.revealed
+
+
+class Presenter:
+    """The lectures this app's pages drive, over one store (made on first use when not given: a page that opens
+    no lesson creates no file)."""
+
+    def __init__(self, explorer, lectures: Lectures | None = None):
+        self.explorer, self.given = explorer, lectures
+
+    @property
+    def lectures(self) -> Lectures:
+        if self.given is None:
+            self.given = Lectures(models=self.explorer)
+        return self.given
+
+    def start(self, name: str) -> Shown:
+        """A new lecture of a shipped lesson ("sampling") or a lesson file, checked against the loaded model."""
+        if not lesson_path(name).is_file():
+            raise lessons.LessonError(name, 0, f"no lesson {name!r}: the shipped ones are "
+                                               f"{', '.join(p.stem for p in lessons.shipped())}")
+        lesson = lessons.check(lesson_of(name), self.explorer)
+        code, secret = self.lectures.start(name, len(lesson.steps))
+        return self.shown(secret)
+
+    def shown(self, secret: str) -> Shown:
+        lecture = self.lectures.presenting(secret)
+        if lecture is None:
+            raise ValueError("this presenter link is unknown or its lecture has ended (a code lasts the day): "
+                             "open the lesson again")
+        return Shown(lecture, lesson_of(lecture.lesson), secret)
+
+    def open(self, query: dict, stored: str = "") -> Shown | None:
+        """The lecture a page's address opens: ?lesson=NAME a new one, ?present=SECRET that one, ?lecture=CODE the
+        one this browser's stored secret drives; None for a plain page. A lesson or link that does not work
+        raises (LessonError, ValueError) with the reason."""
+        if query.get("lesson"):
+            return self.start(query["lesson"])
+        if query.get("present"):
+            return self.shown(query["present"])
+        if query.get("lecture"):
+            shown = self.shown(stored) if stored else None
+            if shown is None or shown.lecture.code != query["lecture"]:
+                raise ValueError(f"this browser does not hold the presenter's key of lecture {query['lecture']}: "
+                                 "open the presenter link")
+            return shown
+        return None
+
+    def move(self, secret: str, by: int) -> Shown:
+        """The presenter's Prev (-1) or Next (+1); the store clamps it to the lesson."""
+        self.lectures.move(secret, self.shown(secret).lecture.step + by)
+        return self.shown(secret)
+
+    def reveal(self, secret: str) -> Shown:
+        self.lectures.reveal(secret)
+        return self.shown(secret)
+
+
+def view(shown: Shown, upper: dict) -> dict:
+    """The step's view, read back from its deep link as a link opened in the address bar is (clamped alike)."""
+    return links.parse(dict(parse_qsl(shown.step.link[1:], keep_blank_values=True)), upper=upper)
+
+
+def client(shown: Shown | None) -> dict:
+    """What the page script (KEEP_SECRET) needs: the code, the secret to keep, whether to cover the answers."""
+    if shown is None:
+        return {"hide": False}
+    return {"code": shown.lecture.code, "secret": shown.secret, "hide": shown.hides}
+
+
+# ---------------------------------------------------------------- the bar ----------
+
+def shown_text(choice: str) -> str:
+    """A choice as the class reads it: quoted when its spaces matter (" be")."""
+    return lessons.quoted(choice) if choice != choice.strip() or not choice else choice
+
+
+def join_box(code: str, root: str) -> str:
+    """The join code, the student link and its QR code: small, in the bar's corner."""
+    link = f"{root.rstrip('/')}/class/{code}"
+    return (f"<div class='lesson-join'>{qr.svg(link)}<div><div class='lesson-code' title='join code'>{code}</div>"
+            f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1])}</div></div></div>")
+
+
+def votes_chart(question: lessons.Question, tally: dict[str, int], answer: lessons.Answer | None) -> str:
+    """The class's votes as small bars, the model's choice marked; a typed question shows its six commonest."""
+    rows = question.choices or tuple(tally)[:6]
+    total, most = sum(tally.values()), max(tally.values(), default=0)
+    lines = []
+    for choice in rows:
+        right = answer is not None and lessons.matches(choice, answer.value)
+        count = tally.get(choice, 0)
+        width = 100 * count / most if most else 0
+        lines.append(f"<tr class='{'lesson-right' if right else ''}'><td>{'✓ ' if right else ''}"
+                     f"{html.escape(shown_text(choice))}</td><td class='lesson-bar-cell'><span class='lesson-votebar' "
+                     f"style='width:{width:.0f}%'></span></td><td>{count}</td></tr>")
+    return (f"<table class='lesson-votes'><caption>the class: {total} vote{'s' * (total != 1)}</caption>"
+            + "".join(lines) + "</table>")
+
+
+def question_box(shown: Shown, lectures: Lectures) -> str:
+    """The question and its choices; after the Reveal, the model's answer beside the class's votes."""
+    question, lecture = shown.step.question, shown.lecture
+    tally = lectures.tally(lecture.code, lecture.step)
+    choices = "".join(f"<span class='lesson-choice'>{html.escape(shown_text(c))}</span>" for c in question.choices)
+    asked = f"<div class='lesson-question'><b>Predict:</b> {html.escape(question.ask)} {choices}</div>"
+    if not lecture.revealed:
+        total = sum(tally.values())
+        return asked + f"<div class='lesson-waiting'>{total} vote{'s' * (total != 1)} so far · Reveal shows the answer</div>"
+    answer = lectures.answer(lecture.code, lecture.step)
+    said = (f"<b>The model:</b> {html.escape(shown_text(answer.value))} — {html.escape(answer.detail)}"
+            if answer else "<b>The model:</b> no model loaded to answer")
+    return asked + f"<div class='lesson-reveal'><div class='lesson-answer'>{said}</div>{votes_chart(question, tally, answer)}</div>"
+
+
+def bar(shown: Shown, lectures: Lectures, root: str) -> str:
+    """The lesson bar's text: step counter, title, text, question (or answer and votes), join code and QR."""
+    step, lecture = shown.step, shown.lecture
+    point = step.point if step.point and (step.question is None or lecture.revealed) else ""
+    main = (f"<div class='lesson-head'><span class='lesson-counter'>{lecture.step + 1} / {lecture.steps}</span> "
+            f"<b>{html.escape(step.title)}</b> <span class='lesson-name'>· {html.escape(shown.lesson.title)}</span></div>"
+            f"<div class='lesson-text'>{MARKDOWN.render(step.text)}</div>"
+            + (question_box(shown, lectures) if step.question else "")
+            + (f"<div class='lesson-point'><b>Look at:</b> {html.escape(point)}</div>" if point else ""))
+    return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root)}</div>"
+
+
+def problem(why: str) -> str:
+    """The bar when a lesson or a presenter link does not open: the reason, where the lesson would be."""
+    return f"<div class='lesson lesson-problem'>⚠ {html.escape(why)}</div>"
