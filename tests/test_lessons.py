@@ -1,5 +1,6 @@
 """Lesson files (toyviz.app.lessons): the shipped lessons parse, fit the shipped model, open the views they
 name and have their questions answered by the live model; a mistake in a file gives one message naming its line."""
+import html
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -171,3 +172,85 @@ def test_two_lessons_are_shipped_as_package_data():
     assert [p.name for p in lessons.shipped()] == ["attention-from-the-ground-up.md", "sampling.md"]
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert '"lessons/*.md"' in pyproject
+
+
+# ---------------------------------------------------------------- the presenter ----------
+
+PRESENTED = HEAD + ("## Tokens\ntab: tokens\nprompt: In the beginning\n\nThe *text* first.\n\n"
+                    "## Which next?\ntab: sample\ntemperature: 0.5\nask: The next token?\nchoices: a | b\n"
+                    "answer: top token\npoint: the bars\n\n"
+                    "## Projected\nprojector: on\n")
+
+
+@pytest.fixture
+def presenting(tmp_path, tiny_gpt):
+    """A Presenter over a store in tmp_path and a lesson file there, the tiny GPT answering."""
+    from toyviz.app.presenter import Presenter
+    from toyviz.classroom.store import Lectures
+    path = tmp_path / "three-steps.md"
+    path.write_text(PRESENTED, encoding="utf-8")
+    explorer = Explorer(tiny_gpt, None)
+    return Presenter(explorer, Lectures(tmp_path / "lectures.sqlite3", models=explorer)), str(path)
+
+
+def test_a_lesson_link_starts_a_lecture_whose_steps_are_deep_links(presenting):
+    from toyviz.app import presenter
+    lectern, name = presenting
+    shown = lectern.open({"lesson": name})
+    assert (shown.lecture.step, shown.lecture.steps, shown.hides) == (0, 3, False)
+    upper = {"layer": 1, "head": 3, "query": 63, "snapshot": 0}
+    for n, step in enumerate(shown.lesson.steps):
+        assert presenter.view(shown, upper) == links.parse(dict(parse_qsl(step.link[1:])), upper) == step.view
+        shown = lectern.move(shown.secret, +1)
+        assert shown.lecture.step == min(n + 1, 2)                     # Next on the last step stays there
+    shown = lectern.move(shown.secret, -5)
+    assert shown.lecture.step == 0
+    bar = presenter.bar(shown, lectern.lectures, "http://hall:7860/")
+    assert "1 / 3" in bar and "<em>text</em>" in bar and shown.lecture.code in bar and "<svg" in bar
+    assert "hall:7860/class/" + shown.lecture.code in bar
+    assert shown.secret not in bar and shown.secret not in str(presenter.view(shown, upper))
+
+
+def test_a_question_is_covered_until_reveal_then_the_model_answers_beside_the_votes(presenting, tiny_gpt):
+    from toyviz.app import presenter
+    lectern, name = presenting
+    shown = lectern.move(lectern.open({"lesson": name}).secret, +1)
+    code = shown.lecture.code
+    assert shown.hides and presenter.client(shown) == {"code": code, "secret": shown.secret, "hide": True}
+    for device, choice in [("phone-aaaa", "a"), ("phone-bbbb", "a"), ("phone-cccc", "b")]:
+        assert lectern.lectures.vote(code, device, choice)
+    waiting = presenter.bar(shown, lectern.lectures, "/")
+    assert "3 votes so far" in waiting and "The model:" not in waiting and "the bars" not in waiting
+    shown = lectern.reveal(shown.secret)
+    assert not shown.hides and not presenter.client(shown)["hide"]
+    truth = lessons.answer(shown.step, tiny_gpt)
+    revealed = presenter.bar(shown, lectern.lectures, "/")
+    assert f"The model:</b> {html.escape(presenter.shown_text(truth.value))} — {html.escape(truth.detail)}" in revealed
+    assert "the class: 3 votes" in revealed and "the bars" in revealed
+    assert revealed.count("<tr") == 2 and ">2</td>" in revealed and ">1</td>" in revealed
+
+
+def test_a_presenter_link_reopens_the_lecture_after_a_restart(presenting, tmp_path):
+    from toyviz.app.presenter import Presenter
+    from toyviz.classroom.store import Lectures
+    lectern, name = presenting
+    shown = lectern.move(lectern.open({"lesson": name}).secret, +1)
+    lectern.lectures.vote(shown.lecture.code, "phone-aaaa", "b")
+    restarted = Presenter(lectern.explorer, Lectures(tmp_path / "lectures.sqlite3", models=lectern.explorer))
+    again = restarted.open({"present": shown.secret})
+    assert (again.lecture.code, again.lecture.step) == (shown.lecture.code, 1)
+    assert restarted.open({"lecture": shown.lecture.code}, stored=shown.secret).lecture.step == 1
+    assert restarted.lectures.tally(shown.lecture.code, 1) == {"b": 1}
+
+
+@pytest.mark.parametrize("query, stored, says", [
+    ({"lesson": "no-such-lesson"}, "", "no lesson 'no-such-lesson': the shipped ones are attention-from"),
+    ({"present": "guessed"}, "", "presenter link is unknown"),
+    ({"lecture": "ABCDEF"}, "", "does not hold the presenter's key of lecture ABCDEF"),
+    ({"lecture": "ABCDEF"}, "guessed", "does not hold the presenter's key"),
+])
+def test_a_link_that_opens_no_lecture_says_why(presenting, query, stored, says):
+    lectern, _ = presenting
+    with pytest.raises(ValueError, match=says):
+        lectern.open(query, stored)
+    assert lectern.open({"tab": "sample"}) is None                       # a plain deep link opens no lecture

@@ -123,11 +123,11 @@ class Presenter:
         if query.get("present"):
             return self.shown(query["present"])
         if query.get("lecture"):
-            shown = self.shown(stored) if stored else None
-            if shown is None or shown.lecture.code != query["lecture"]:
+            lecture = self.lectures.presenting(stored) if stored else None
+            if lecture is None or lecture.code != query["lecture"]:
                 raise ValueError(f"this browser does not hold the presenter's key of lecture {query['lecture']}: "
                                  "open the presenter link")
-            return shown
+            return self.shown(stored)
         return None
 
     def move(self, secret: str, by: int) -> Shown:
