@@ -31,7 +31,10 @@ PAGE = (Path(__file__).with_name("phone.html")).read_text(encoding="utf-8")
 # a join is a page load or a look-up of a code that is not a lecture's: a hall behind one address joins at
 # once, a script guessing codes gets one a second (31**6 codes: years to find a lecture)
 JOINS = (300, 1.0)
-VOTES = (300, 2.0)               # (burst, per second): a hall's votes on a step at once; a loop, two a second
+# (burst, per second): a hall's votes on a step at once, and a step every 12 s all lecture long (a hall's 120
+# phones often share one address); a loop stuffing a ballot box with made-up devices gets ten a second, and a
+# step's box holds at most store.VOTES_PER_STEP
+VOTES = (300, 10.0)
 PAYLOADS_KEPT = 256              # built /now answers kept (a lecture's current version each; old ones dropped)
 
 
