@@ -30,6 +30,7 @@ from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_pla
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
 from toyviz.app.presenter import Presenter
+from toyviz.classroom import routes
 from toyviz.classroom.store import Lectures
 from toyviz.serving import files
 from toyviz.serving.limits import limited
@@ -209,7 +210,7 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
     """The page's load and a lecture (toyviz.app.presenter): the address opens a deep link or a lecture, the
     Lessons picker a lecture; Prev / Next (← → space) set each step's view as its deep link would, keeping the
     page's projector mode, then redraw the tab; Reveal uncovers the answer and the votes."""
-    bar = [ui.lesson_panel, ui.lesson_bar, ui.lecture_info, ui.lecture, ui.lesson_tick]
+    bar = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick]
     shows = [ui.tabs] + ui.link_controls + bar
 
     def show(shown, root: str, projector: bool | None = None) -> list:
@@ -217,25 +218,28 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
         if projector is not None and "projector" not in shown.step.origin:
             view["projector"] = projector            # a step that does not name it keeps the page's
         return ([gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
-                presenter.bar(shown, lessons.lectures, root), presenter.client(shown),
+                presenter.bar(shown, lessons.lectures, root), gr.Row(visible=True), presenter.client(shown),
                 {"secret": shown.secret, "root": root}, gr.Timer(active=True)])
 
+    def failed(why: str, lecture: dict) -> list:         # the reason in the bar, no buttons to press
+        return [gr.Column(visible=True), presenter.problem(why), gr.Row(visible=False), {}, lecture,
+                gr.Timer(active=False)]
+
     def opened(stored: str, root: str, request: gr.Request):
+        query = dict(request.query_params) if request else {}
         try:
-            shown = lessons.open(dict(request.query_params) if request else {}, stored)
+            shown = lessons.open(query, stored)
         except ValueError as err:                   # a lesson with a mistake, a stale presenter link
-            return ui.restore(request) + [gr.Column(visible=True), presenter.problem(str(err)), {}, {"root": root},
-                                          gr.skip()]
+            return ui.restore(request) + failed(str(err), {"root": root})
         if shown is None:
-            return ui.restore(request) + [gr.skip(), gr.skip(), {}, {"root": root}, gr.skip()]
-        return show(shown, root)
+            return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}, gr.skip()]
+        return show(shown, root, links.parse(query)["projector"] if "projector" in query else None)
 
     def picked(name: str, lecture: dict, projector: bool):
         try:
             return show(lessons.start(name), lecture.get("root", "/"), projector)
         except ValueError as err:
-            return [gr.skip()] * (len(shows) - len(bar)) + [gr.Column(visible=True), presenter.problem(str(err)),
-                                                            {}, lecture, gr.skip()]
+            return [gr.skip()] * (len(shows) - len(bar)) + failed(str(err), lecture)
 
     step = lambda by: lambda lecture, projector: show(lessons.move(lecture["secret"], by), lecture["root"], projector)
     reveal = lambda lecture: show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
@@ -264,6 +268,16 @@ def launch_options() -> dict:
     return dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head())
 
 
+def serve(demo: gr.Blocks, lectures: Lectures, **options):
+    """Launch the page without blocking (host and port from GRADIO_SERVER_NAME / _PORT, which Spaces sets, unless
+    `options` say), then add the phones' routes to the app Gradio built (toyviz.classroom.routes) → launch's
+    (app, local url, share url)."""
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    launched = demo.launch(**{**launch_options(), **options, "prevent_thread_lock": True})
+    routes.attach(demo.app, lectures)
+    return launched
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="toyviz explorer")
     parser.add_argument("--device", default=None, help="cpu | cuda (default: TOYVIZ_DEVICE or auto)")
@@ -279,13 +293,14 @@ def main(argv=None):
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")
-    demo = build(explorer)
+    lectures = Lectures(models=explorer)        # lessons' state, on disk: $TOYVIZ_LECTURES or ~/.cache/toyviz
+    demo = build(explorer, lectures)
     seconds = draw_every_tab(explorer, {name: getattr(demo.ui, name).value for tab in TABS.values()
                                         for name in tab.inputs})
     print(f"toyviz: every tab drawn once in {seconds:.1f} s")
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
-    demo.queue(default_concurrency_limit=4, max_size=64)
-    demo.launch(**launch_options())     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
+    serve(demo, lectures)
+    demo.block_thread()
 
 
 if __name__ == "__main__":

@@ -51,6 +51,11 @@ def test_a_step_keeps_the_previous_view_and_changes_what_it_names():
     assert two.point == "the bars" and two.origin == {"tab": 6, "layer": 7, "prompt": 8, "head": 13}
 
 
+def test_a_bar_inside_quotes_is_part_of_a_choice():
+    parsed = lesson('## S\nask: ?\nchoices: "<|endoftext|>" | " be" |a\nanswer: top token\n')
+    assert parsed.steps[0].question.choices == ("<|endoftext|>", " be", "a")
+
+
 @pytest.mark.parametrize("body, line, says", [
     ("## S\ntab: atention\n", 6, "tab must be one of"),
     ("## S\ntab: sample\nlayr: 2\n", 7, "unknown setting 'layr'"),

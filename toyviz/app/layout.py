@@ -48,11 +48,11 @@ def lesson_bar(ui):
     stays in the session's state."""
     with gr.Column(visible=False, elem_id="lesson-panel") as ui.lesson_panel:
         ui.lesson_bar = gr.HTML(elem_id="lesson-bar", js_on_load=presenter.STEP_KEYS)
-        with gr.Row(elem_id="lesson-buttons"):
+        with gr.Row(elem_id="lesson-buttons") as ui.lesson_buttons:
             ui.lesson_prev = gr.Button("◀ Prev", size="sm", elem_id="lesson-prev", scale=0, min_width=90)
             ui.lesson_next = gr.Button("Next ▶", size="sm", variant="primary", elem_id="lesson-next", scale=0, min_width=90)
             ui.lesson_reveal = gr.Button("Reveal", size="sm", elem_id="lesson-reveal", scale=0, min_width=90)
-            ui.lesson_copy = gr.Button("Copy presenter link", size="sm", elem_id="lesson-copy", scale=0, min_width=90)
+            ui.lesson_copy = gr.Button("Copy presenter link", size="sm", elem_id="lesson-copy", scale=0, min_width=170)
     ui.lecture = gr.State({})
     ui.lecture_key, ui.page_root = gr.Textbox(visible=False), gr.Textbox(visible=False)
     ui.lecture_info = gr.JSON(visible=False)

@@ -46,6 +46,7 @@ SHIPPED = Path(__file__).with_name("lessons")
 FRONT_MATTER = ("title", "about")
 QUESTION = ("ask", "choices", "answer", "point")
 SETTING = re.compile(r"([a-z_]+):(.*)$")        # "layer: 2"; a key is lowercase, as in a deep link
+BETWEEN_CHOICES = re.compile(r'\|(?=(?:[^"]*"[^"]*")*[^"]*$)')    # a | outside quotes: "<|endoftext|>" is one
 TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 DRAWS = 10                  # "distinct draws": how many next tokens the class imagines drawing
 FORMULA = (128, 64)         # the Positions tab's formula sliders start at 128 positions, d_model 64 (layout.py)
@@ -156,7 +157,7 @@ def question(settings: dict, view: dict, fail) -> Question | None:
     choices = ()
     if "choices" in settings:
         raw, where = settings["choices"]
-        choices = tuple(unquote(c, lambda what: fail(what, where)) for c in raw.split("|"))
+        choices = tuple(unquote(c, lambda what: fail(what, where)) for c in BETWEEN_CHOICES.split(raw))
         if len(choices) < 2 or not all(c.strip() for c in choices) or len(set(choices)) < len(choices):
             fail("choices are two or more different answers separated by |", where)
     return Question(settings["ask"][0], kind, choices, line)

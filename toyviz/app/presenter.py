@@ -12,6 +12,7 @@ class's votes. Plain Python and page script: app.py wires it.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
@@ -50,19 +51,23 @@ COPY_PRESENTER_LINK = f"""() => {{
     box.style.cssText = 'position:fixed;opacity:0;pointer-events:none';
     document.body.appendChild(box); box.select(); document.execCommand('copy'); box.remove();
 }}"""
-# → or space: next step, ←: previous; not while typing or on a slider or radio (they take the arrows), and a
-# space on a focused button is that button's
+# → or space: next step, ←: previous; not while typing or on a slider or radio (they take the arrows); a space on
+# a focused button is that button's, except the bar's own (after a click on Reveal, space still means Next); a
+# checkbox just clicked (Projector mode) does not keep the keys
 STEP_KEYS = """if (!window.toyvizLessonKeys) {
     window.toyvizLessonKeys = true;
     document.addEventListener('keydown', (event) => {
         if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
         const target = event.target;
-        if (target.closest && target.closest('input, textarea, select, [contenteditable=""], [contenteditable=true]')) return;
-        if (event.key === ' ' && target.closest && target.closest('button')) return;
+        const typing = 'textarea, select, [contenteditable=""], [contenteditable=true], input:not([type=checkbox])';
+        if (target.closest && target.closest(typing)) return;
+        const ours = target.closest && target.closest('#lesson-panel');
+        if (event.key === ' ' && target.closest && target.closest('button') && !ours) return;
         const id = {ArrowRight: 'lesson-next', ' ': 'lesson-next', ArrowLeft: 'lesson-prev'}[event.key];
         const button = id && document.getElementById(id);
         if (!button || button.offsetParent === null) return;
         event.preventDefault();
+        if (ours || target.type === 'checkbox') target.blur();
         button.click();
     });
 }"""
@@ -155,8 +160,9 @@ def client(shown: Shown | None) -> dict:
 # ---------------------------------------------------------------- the bar ----------
 
 def shown_text(choice: str) -> str:
-    """A choice as the class reads it: quoted when its spaces matter (" be")."""
-    return lessons.quoted(choice) if choice != choice.strip() or not choice else choice
+    """A choice as the phones show it (toyviz/classroom/phone.html): its spaces at the ends as ␣, like the app's
+    token labels, so that " be" and "be" differ on the projector too."""
+    return re.sub(r"^ +| +$", lambda spaces: "␣" * len(spaces[0]), choice)
 
 
 def join_box(code: str, root: str) -> str:

@@ -1,0 +1,270 @@
+"""Issue #33 in Chromium: a lecture from the presenter's laptop and a student's phone.
+
+The presenter steps through a shipped lesson with the keyboard, each step's controls those its deep link sets,
+its figures covered while its question is open; a phone-sized page (390×844) joins with the code, follows a step
+change, votes, and the presenter's Reveal shows the vote; a student's request to advance is refused; a restart of
+the server (a new build over the same lectures file, on the same port) keeps the step and the votes.
+
+Reuses tests/test_browser.py's browser and helpers (skipped as it is) with a server of its own: its lectures
+live in a temporary file and the phones' routes are attached as app.py's `serve` attaches them. Screenshots land
+in screenshots/lesson-*.png.
+"""
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from test_browser import WAIT, browser, error_toasts, expect, open_app, pytestmark, settle, shot  # noqa: F401
+from toyviz.app import lessons
+from toyviz.app.explorer import Explorer
+from toyviz.classroom.store import Lectures
+
+SAMPLING = lessons.load(lessons.SHIPPED / "sampling.md")
+FOLLOW_S = 2.0                   # issue #33: a phone shows the presenter's new step within 2 s
+# the controls a step's view sets, as the page shows them (null where the tab holding one was never opened)
+CONTROLS = """() => {
+    const value = (selector) => { const e = document.querySelector(selector); return e ? e.value : null; };
+    const number = (id) => value(`#${id} input[type=number]`);
+    return {tab: document.querySelector('#tabs [role=tab][aria-selected=true]').textContent.trim(),
+            prompt: value('#prompt textarea'), model: value('#model input:checked'),
+            projector: document.querySelector('#projector input').checked,
+            temperature: number('temperature'), top_k: number('top-k'), top_p: number('top-p'),
+            max_new: number('max-new'), layer: number('layer'), head: number('head'), query: number('query')};
+}"""
+# the last change the tabs' area went through (a figure redrawn, a control set, a busy mark), the in-browser
+# model's own panel aside: a step's view has loaded when this stops moving
+WATCH = """() => {
+    window.lastChange = performance.now();
+    new MutationObserver((changes) => {
+        const ours = changes.some((c) => !(c.target.nodeType === 1 ? c.target : c.target.parentElement)
+                                                 .closest('#browser-model'));
+        if (ours) window.lastChange = performance.now();
+    }).observe(document.querySelector('#tabs'), {subtree: true, childList: true, attributes: true,
+                                                  characterData: true});
+}"""
+# whether the middle of an element shows it or the cover laid over it until Reveal
+COVERED = """(id) => {
+    document.getElementById(id).scrollIntoView({block: 'center'});
+    const box = document.getElementById(id).getBoundingClientRect();
+    const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    return document.body.classList.contains('lesson-hides') && hit && hit.id === id;
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """The app on a fixed port with its lectures in `path`; `restart` serves a new build over a new Lectures on
+    the same file, as a Space coming back would."""
+
+    def __init__(self, path):
+        self.path, self.port, self.demo = path, free_port(), None
+        self.explorer = Explorer.load("gpt", "translator", "cpu")
+
+    def start(self):
+        import app
+        self.lectures = Lectures(self.path, models=self.explorer)
+        self.demo = app.build(self.explorer, self.lectures)
+        _, self.url, _ = app.serve(self.demo, self.lectures, server_name="127.0.0.1", server_port=self.port,
+                                   quiet=True)
+        return self
+
+    def restart(self):
+        self.demo.close()
+        return self.start()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    served = Server(tmp_path_factory.mktemp("lectures") / "lectures.sqlite3").start()
+    yield served
+    served.demo.close()
+
+
+def presenter_page(browser, size=(1280, 900)):
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.set_default_timeout(WAIT)
+    page.errors = []
+    page.on("pageerror", lambda err: page.errors.append(str(err)))
+    return page
+
+
+def counter(page):
+    return page.locator("#lesson-bar .lesson-counter")
+
+
+def lecture_code(page) -> str:
+    page.wait_for_function("() => new URLSearchParams(location.search).has('lecture')")
+    return page.evaluate("() => new URLSearchParams(location.search).get('lecture')")
+
+
+def secret_of(page, code: str) -> str:
+    return page.evaluate(f"() => localStorage.getItem('toyviz-presenter-{code}')")
+
+
+def step_with_key(page, key: str, shown: str) -> float:
+    """Press `key`, wait for the counter to read `shown` and the tabs to settle → seconds until the view stopped
+    changing (the last change in the tabs' area after the key)."""
+    pressed = page.evaluate("() => performance.now()")
+    page.keyboard.press(key)
+    expect()(counter(page)).to_have_text(shown, timeout=WAIT)
+    page.wait_for_function("() => performance.now() - window.lastChange > 800", timeout=WAIT, polling=100)
+    settle(page)
+    return (page.evaluate("() => window.lastChange") - pressed) / 1000
+
+
+def controls_of_link(browser, url: str, step) -> dict:
+    """The controls as a page opened on the step's deep link shows them (once its prompt is the link's)."""
+    page = presenter_page(browser)
+    try:
+        open_app(page, url, step.link)
+        expect()(page.locator("#prompt textarea")).to_have_value(step.view["prompt"], timeout=WAIT)
+        settle(page)
+        return page.evaluate(CONTROLS)
+    finally:
+        page.close()
+
+
+def same_controls(lesson: dict, linked: dict) -> dict:
+    """The controls that differ, where both pages have them (a tab never opened has not built its sliders)."""
+    return {k: (lesson[k], linked[k]) for k in lesson if None not in (lesson[k], linked[k]) and lesson[k] != linked[k]}
+
+
+def test_the_presenter_steps_through_a_lesson_with_the_keyboard(server, browser):
+    page = presenter_page(browser)
+    open_app(page, server.url, "?lesson=sampling")
+    expect()(counter(page)).to_have_text(f"1 / {len(SAMPLING.steps)}", timeout=WAIT)
+    code = lecture_code(page)
+    secret = secret_of(page, code)
+    assert secret and secret not in page.url and secret not in page.content()     # never on the projected page
+    settle(page)
+    page.evaluate(WATCH)
+    seconds = []
+    for n, step in enumerate(SAMPLING.steps):
+        if n:
+            seconds.append(step_with_key(page, "ArrowRight" if n % 2 else " ", f"{n + 1} / {len(SAMPLING.steps)}"))
+        expect()(page.locator("#lesson-bar")).to_contain_text(step.title)
+        shown = page.evaluate(CONTROLS)
+        assert shown["tab"] == "Sample" and shown["temperature"] is not None, shown
+        differ = same_controls(shown, controls_of_link(browser, server.url, step))
+        assert not differ, f"step {n + 1} ({step.title}): {differ}"
+        if step.question:
+            assert page.evaluate(COVERED, "bars-plot"), f"step {n + 1}: the bars show before Reveal"
+            if n == 1:
+                shot(page, "lesson-presenter-question")
+            page.locator("#lesson-reveal").click()
+            expect()(page.locator("#lesson-bar .lesson-answer")).to_contain_text("The model:", timeout=WAIT)
+            assert not page.evaluate(COVERED, "bars-plot"), f"step {n + 1}: Reveal left the bars covered"
+            if n == 1:
+                shot(page, "lesson-presenter-revealed")
+        else:
+            assert not page.evaluate("() => document.body.classList.contains('lesson-hides')")
+    step_with_key(page, "ArrowLeft", f"{len(SAMPLING.steps) - 1} / {len(SAMPLING.steps)}")
+    print(f"\nstep views loaded in {', '.join(f'{s:.2f}' for s in seconds)} s (max {max(seconds):.2f} s)")
+    # a goal of 1 s on the reference machine; bounded here for a laptop twice as slow, busy with other work
+    assert max(seconds) < 4, seconds
+    assert not error_toasts(page) and not page.errors, (error_toasts(page), page.errors)
+    page.close()
+
+
+def test_projector_mode_stays_on_from_step_to_step(server, browser):
+    page = presenter_page(browser, (1280, 720))
+    open_app(page, server.url, "?lesson=attention-from-the-ground-up")
+    expect()(counter(page)).to_have_text("1 / 6", timeout=WAIT)
+    page.locator("#projector input").check()
+    page.wait_for_function("() => document.body.classList.contains('projector')")
+    for shown in ("2 / 6", "3 / 6"):
+        page.keyboard.press("ArrowRight")
+        expect()(counter(page)).to_have_text(shown, timeout=WAIT)
+    settle(page)
+    assert page.evaluate("() => document.body.classList.contains('projector')")
+    expect()(page.locator("#projector input")).to_be_checked()
+    page.locator("#lesson-reveal").click()
+    expect()(page.locator("#lesson-bar .lesson-answer")).to_contain_text("The model:", timeout=WAIT)
+    shot(page, "lesson-presenter-projector")
+    assert not page.errors, page.errors
+    page.close()
+
+
+def post(url: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as err:
+        return err.code, json.load(err)
+
+
+def test_a_phone_follows_votes_and_the_presenter_reveals_its_vote_even_after_a_restart(server, browser):
+    presenter = presenter_page(browser)
+    open_app(presenter, server.url, "?lesson=sampling")
+    expect()(counter(presenter)).to_have_text("1 / 8", timeout=WAIT)
+    code = lecture_code(presenter)
+    phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone.set_default_timeout(WAIT)
+    phone.goto(f"{server.url}class")                                     # the join form: type the code
+    phone.locator("#code").fill(code.lower())
+    phone.locator("#join button").click()
+    expect()(phone.locator("#title")).to_have_text(SAMPLING.steps[0].title, timeout=WAIT)
+    settle(presenter)
+
+    moved = time.perf_counter()
+    presenter.keyboard.press("ArrowRight")
+    expect()(phone.locator("#title")).to_have_text(SAMPLING.steps[1].title, timeout=WAIT)
+    followed = time.perf_counter() - moved
+    print(f"\nthe phone followed the presenter's step in {followed:.2f} s")
+    assert followed <= FOLLOW_S, followed
+
+    phone.get_by_role("button", name="higher").click()
+    expect()(presenter.locator("#lesson-bar .lesson-waiting")).to_contain_text("1 vote so far", timeout=WAIT)
+    shot(phone, "lesson-phone")
+    status, said = post(f"{server.url}class/{code}/step", {"secret": "a student's guess", "step": 5})
+    assert status == 403 and "presenter" in said["error"]
+    status, _ = post(f"{server.url}class/{code}/reveal", {"secret": ""})
+    assert status == 403
+    assert server.lectures.now(code).step == 1 and not server.lectures.now(code).revealed
+
+    server.restart()                                     # the Space restarts: a new app over the same file
+    presenter.reload()                                   # the address is ?lecture=CODE, the secret in localStorage
+    expect()(counter(presenter)).to_have_text("2 / 8", timeout=WAIT)
+    presenter.locator("#lesson-reveal").click()
+    votes = presenter.locator("#lesson-bar .lesson-votes")
+    expect()(votes).to_contain_text("the class: 1 vote", timeout=WAIT)
+    expect()(votes.locator("tr.lesson-right")).to_contain_text("higher")          # the model's answer, marked
+    expect()(votes.locator("tr", has_text="higher")).to_contain_text("1")
+    expect()(phone.locator("#answer")).to_be_visible(timeout=WAIT)              # the phone, still on, sees it
+    shot(phone, "lesson-phone-revealed")
+    shot(presenter, "lesson-presenter-votes")
+    assert not presenter.errors, presenter.errors
+    phone.close()
+    presenter.close()
+
+
+def test_another_laptop_takes_over_with_the_presenter_link(server, browser):
+    first = presenter_page(browser)
+    open_app(first, server.url, "?lesson=sampling")
+    expect()(counter(first)).to_have_text("1 / 8", timeout=WAIT)
+    code = lecture_code(first)
+    secret = secret_of(first, code)
+    first.keyboard.press("ArrowRight")
+    expect()(counter(first)).to_have_text("2 / 8", timeout=WAIT)
+    other = browser.new_context().new_page()                            # no localStorage in common
+    other.set_default_timeout(WAIT)
+    open_app(other, server.url, f"?present={secret}")
+    expect()(counter(other)).to_have_text("2 / 8", timeout=WAIT)
+    other.wait_for_function("() => !location.search.includes('present')")
+    assert secret not in other.url and secret not in other.content()
+    stranger = browser.new_context().new_page()                          # the code alone drives nothing
+    stranger.set_default_timeout(WAIT)
+    open_app(stranger, server.url, f"?lecture={code}")
+    expect()(stranger.locator("#lesson-bar")).to_contain_text("does not hold the presenter's key", timeout=WAIT)
+    assert not stranger.locator("#lesson-next").is_visible()
+    for page in (first, other, stranger):
+        page.close()
