@@ -1,6 +1,7 @@
 """A lecture the class follows on phones (toyviz.classroom): its state on disk, the phones' routes over HTTP,
 the QR code, and a short run of the lecture benchmark."""
 import datetime as dt
+import json
 import re
 import threading
 from xml.etree import ElementTree
@@ -10,10 +11,12 @@ import pytest
 import segno
 from fastapi.testclient import TestClient
 
+from benchmarks import lecture
 from toyviz.app import lessons
 from toyviz.classroom import qr, routes, store
 from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
 from toyviz.classroom.throttle import Throttle
+from toyviz.models.checkpoint import CHECKPOINTS
 
 
 @pytest.fixture
@@ -300,3 +303,22 @@ def test_a_throttle_lets_a_burst_through_then_refills():
     assert [throttle.wait("a", now=0) for _ in range(4)] == [0, 0, 0, 0.5]
     assert throttle.wait("b", now=0) == 0                                 # another client, its own bucket
     assert throttle.wait("a", now=0.5) == 0 and throttle.wait("a", now=0.5) > 0
+
+
+# ---------------------------------------------------------------- a lecture hall on loopback ----------
+
+@pytest.mark.load
+@pytest.mark.skipif(not (CHECKPOINTS / "gpt" / "config.json").is_file(),
+                    reason="checkpoints/gpt is missing: run `python -m toyviz.train gpt`")
+def test_a_short_lecture_of_thirty_phones_against_app_py(capsys):
+    """`python -m benchmarks.lecture --quick`: `python app.py` serves the routes, 30 phones follow and vote while
+    the presenter moves and reveals. Asserted: nothing failed, every phone saw every change, no traceback.
+    Printed, not asserted: the follow latency, CPU and memory (the benchmark's targets, on a machine that may be
+    busy)."""
+    figures = lecture.main(["--quick"])
+    with capsys.disabled():
+        print("\nlecture:", json.dumps(figures, ensure_ascii=False))
+    assert figures["errors"] == 0, figures["error_messages"]
+    assert figures["presenter_changes"] >= 3 and figures["followed"] == 1.0
+    assert figures["votes"].get("counted", 0) > 0
+    assert figures["server_tracebacks"] == 0, figures["server_errors"]
