@@ -6,6 +6,8 @@
   of the same shape written the nanoGPT way (benchmarks/reference.py), timed interleaved in one
   process (median of repeats); reference_max_abs_diff: how far apart their logits are
 - trace_ratio: traced forward time / plain forward time at T=128
+- traced_every_head_read_vs_reference: the traced forward and then every per-head tensor read (q, k, v,
+  scores, outputs, writes: a trace assembles those [L, H, …] when a view first asks, toyviz.models.trace.PerHead)
 - generation tokens/s for 256 new tokens after a 64-token prompt, with and without the KV cache
 - streams_tokens_per_s: 8 generations of new_tokens each (different prompts, sampled), all tokens per
   second when read one after another ("alone") and when read at once, decoded in one batch
@@ -25,6 +27,7 @@ import torch
 
 import toyviz
 from benchmarks.reference import reference_forward
+from toyviz.models.trace import PerHead
 from toyviz.serving.batching import Streams
 from toyviz.serving.server import SWITCH_INTERVAL_S
 
@@ -67,7 +70,8 @@ def main(argv=None):
     batch = torch.tensor([ids], device=gpt.device)
     with torch.no_grad():
         timed = interleaved_medians({"reference": lambda: reference_forward(model, batch),
-                                     "plain": lambda: model(batch), "traced": lambda: model.trace(ids)},
+                                     "plain": lambda: model(batch), "traced": lambda: model.trace(ids),
+                                     "every_head_read": lambda: every_head_read(model.trace(ids))},
                                     repeats * 3)
         reference_diff = float((reference_forward(model, batch) - model(batch)[0]).abs().max())
     plain, traced, reference = timed["plain"], timed["traced"], timed["reference"]
@@ -88,10 +92,16 @@ def main(argv=None):
         "reference_forward_ms": round(reference * 1e3, 2),
         "plain_forward_ms": round(plain * 1e3, 2), "traced_forward_ms": round(traced * 1e3, 2),
         "plain_vs_reference": round(plain / reference, 3), "traced_vs_reference": round(traced / reference, 3),
+        "traced_every_head_read_vs_reference": round(timed["every_head_read"] / reference, 3),
         "reference_max_abs_diff": reference_diff, "trace_ratio": round(traced / plain, 3),
         "prompt_tokens": len(prompt), "new_tokens": new_tokens,
         "cached_tokens_per_s": round(cached, 1), "uncached_tokens_per_s": round(uncached, 1),
         "cache_speedup": round(cached / uncached, 2), "streams_tokens_per_s": streams, "busy_tokens_per_s": busy, "quick": args.quick}))
+
+
+def every_head_read(trace):
+    for kind in PerHead.KINDS:
+        trace.per_head[kind]
 
 
 def eight_streams(model, prompt: list[int], new_tokens: int, together: bool) -> float:

@@ -18,6 +18,7 @@ import torch
 
 import toyviz
 from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.models.trace import PerHead
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "shipped.pt"
 PROMPT = "To be, or not to be, that is the question"
@@ -32,6 +33,9 @@ def checkpoint_hashes() -> dict[str, str]:
 
 def flatten(obj, prefix: str = "") -> dict:
     """Every tensor, number and string in nested dataclasses, dicts, lists and tuples → {path: value}."""
+    if isinstance(obj, PerHead):                   # a trace's per-head tensors, under their old field names
+        return flatten({"scores": obj["scores"], "q": obj["q"], "k": obj["k"], "v": obj["v"],
+                        "head_out": obj["heads"], "head_writes": obj["writes"]}, prefix[: -len("per_head.")])
     if dataclasses.is_dataclass(obj):
         obj = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):

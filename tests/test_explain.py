@@ -111,9 +111,12 @@ def test_ablation_effects_equal_separate_traced_runs(sharp):
                 layer, head = (int(s[1:]) for s in label.split())
                 trace = gpt.trace(TEXT, ablate=[(layer, head)], ablation=kind)
             else:
-                module = gpt.model.drop if label == "embed" else gpt.model.blocks[int(label.split(".")[1])].mlp
                 edit = replace("x", kind)["x"]
-                handle = module.register_forward_hook(lambda m, args, out: edit(out))
+                if label == "embed":            # the embed write is the stream entering block 0
+                    handle = gpt.model.blocks[0].register_forward_pre_hook(lambda m, args: (edit(args[0]),))
+                else:
+                    mlp = gpt.model.blocks[int(label.split(".")[1])].mlp
+                    handle = mlp.register_forward_hook(lambda m, args, out: edit(out))
                 try:
                     trace = gpt.trace(TEXT)
                 finally:

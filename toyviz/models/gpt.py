@@ -19,7 +19,7 @@ from toyviz.models.config import GPTConfig
 from toyviz.models.hooks import Record, ablation, at, chain, steering
 from toyviz.models.layers import Block, KVCache, rope_angles, rotation, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
-from toyviz.models.trace import Pieces, Recorded, Trace, numbered
+from toyviz.models.trace import PerHead, Pieces, Recorded, Trace, numbered
 
 
 @dataclass
@@ -42,6 +42,10 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         # the paper scales embeddings by √d_model so the fixed ±1 sinusoids don't drown the tokens
         self.embed_scale = math.sqrt(c.d_model) if c.positional == "sinusoidal" else 1.0
         self.drop = nn.Dropout(c.dropout)
+        if c.positional == "rope":      # every position's rotation, once: a generated token looks its row up
+            cos, sin = rotation(rope_angles(torch.arange(c.context), c.d_head))
+            self.register_buffer("rope_cos", cos, persistent=False)     # (context, d_head), not in checkpoints
+            self.register_buffer("rope_sin", sin, persistent=False)
         self.blocks = nn.ModuleList(
             Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout)
             for _ in range(c.n_layer))
@@ -86,12 +90,24 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C) and the
         RoPE rotation (cos, sin) every attention layer applies, or None."""
         positions = self.positions(idx.shape[1], offset, idx.device)
-        x = at(hooks, names.TOKENS, self.tok_emb(idx) * self.embed_scale)   # (B, T, C)
+        x = self.tok_emb(idx)                                            # (B, T, C)
+        x = at(hooks, names.TOKENS, x * self.embed_scale if self.embed_scale != 1.0 else x)
         pos = self.positional(positions)
         if pos is not None:
             x = x + pos
-        rope = rotation(rope_angles(positions, self.config.d_head)) if self.config.positional == "rope" else None
-        return at(hooks, names.EMBED, self.drop(x)), rope
+        return at(hooks, names.EMBED, self.drop(x) if self.training else x), self.rope(positions)
+
+    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """RoPE's (cos, sin) at positions (T,) or (B, T), as toyviz.models.layers.rotation gives them, or
+        None without RoPE. Looked up in the table of the first `context` positions (one index instead of a
+        dozen small operations a generated token); positions past it, as the experiments' extrapolation
+        reads, are computed."""
+        if self.config.positional != "rope":
+            return None
+        if int(positions.max()) >= len(self.rope_cos):
+            return rotation(rope_angles(positions, self.config.d_head))
+        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
+        return (cos[:, None], sin[:, None]) if positions.dim() == 2 else (cos, sin)   # rows: every head alike
 
     def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None, hooks=None):
         """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given.
@@ -128,9 +144,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         positions = self.positions(len(ids), device=idx.device)
         return Trace(
             tokens=pieces(ids), token_ids=list(ids), positional=self.positional(positions),
-            attention=seen.stacked(layers, "pattern"), scores=seen.stacked(layers, "scores"),
-            q=seen.stacked(layers, "q"), k=seen.stacked(layers, "k"), v=seen.stacked(layers, "v"),
-            head_out=seen.stacked(layers, "heads"), head_writes=seen.head_writes(layers),
+            attention=seen.stacked(layers, "pattern"), per_head=PerHead(seen, layers),
             attn_out_bias=seen.attn_bias(layers), attn_inputs=seen.attn_inputs(layers),
             residual_parts=seen.writes(), residual_final=seen[names.FINAL],
             layernorms=seen.norms(self.ln_f), logits=logits[0], causal=causal, ablated=ablate or {},
@@ -181,5 +195,5 @@ def sample(logits: torch.Tensor, temperature: float, top_k: int, top_p: float, g
     """One token drawn from next-token logits (V,) with these settings; `positions`: what the step read."""
     logits = logits.float()
     probs = next_token_probs(logits, temperature, top_k, top_p)
-    token = draw(probs, generator)
+    token = int(probs.argmax()) if temperature <= 0 else draw(probs, generator)     # greedy: nothing to draw
     return SampledToken(token, float(probs[token]), probs, logits, positions)

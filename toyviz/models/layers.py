@@ -52,17 +52,20 @@ def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> 
 
 def rotation(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """RoPE angles (T, hs/2), or one row's each (B, T, hs/2) → (cos, sin) as every attention layer applies
-    them: computed once per forward pass, not once per layer."""
+    them, computed once per forward pass, not once per layer: (…, T, hs), each pair's cos twice and its
+    sin as (−sin, +sin), so that `apply_rope` is two products and a sum."""
     if angles.dim() == 3:
         angles = angles[:, None]                                         # (B, 1, T, hs/2): every head alike
-    return angles.cos(), angles.sin()
+    sin = angles.sin()
+    return angles.cos().repeat_interleave(2, dim=-1), torch.stack((-sin, sin), dim=-1).flatten(-2)
 
 
 def apply_rope(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Rotate each (2i, 2i+1) pair of x (…, T, d_head) by the angles whose `rotation` is rope."""
+    """Rotate each (2i, 2i+1) pair (a, b) of x (…, T, d_head) to (a·cos − b·sin, a·sin + b·cos), by the
+    angles whose `rotation` is rope; the same numbers as writing out the pairs, in fewer operations."""
     cos, sin = (t.to(x.dtype) for t in rope)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)              # (a, b) → (b, a)
+    return x * cos + swapped * sin
 
 
 class KVCache:
@@ -193,7 +196,8 @@ class FeedForward(nn.Module):
         return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
 
     def forward(self, x, hooks=None, name: str = "mlp"):  # (B, T, C) -> (B, T, C)
-        return self.drop(self.down(at(hooks, f"{name}.hidden", self.hidden(x))))
+        y = self.down(at(hooks, f"{name}.hidden", self.hidden(x)))
+        return self.drop(y) if self.training else y
 
 
 class Block(nn.Module):
@@ -236,6 +240,8 @@ class Block(nn.Module):
     def _sublayer(self, x, fn, norm, write_name, norm_name, hooks):
         """Pre-norm x + f(norm(x)); post-norm norm(x + f(x)). The write and the norm are hook points."""
         normed = lambda t: at(hooks, norm_name, norm(at(hooks, names.norm_input(norm_name), t)))
+        # dropout acts only in training: not calling it otherwise saves a module call (~2 µs, 13 a generated token)
+        write = lambda t: at(hooks, write_name, self.drop(t) if self.training else t)
         if self.pre_norm:
-            return x + at(hooks, write_name, self.drop(fn(normed(x))))
-        return normed(x + at(hooks, write_name, self.drop(fn(x))))
+            return x + write(fn(normed(x)))
+        return normed(x + write(fn(x)))

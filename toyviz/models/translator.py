@@ -61,7 +61,8 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         if end > self.config.context:
             raise ValueError(f"{end} tokens exceed the translator's context of {self.config.context}")
         tokens = at(hooks, names.TOKENS, table(ids) * math.sqrt(self.config.d_model))
-        return at(hooks, names.EMBED, self.drop(tokens + self.pe[offset:end]))
+        x = tokens + self.pe[offset:end]
+        return at(hooks, names.EMBED, self.drop(x) if self.training else x)
 
     def encode(self, src, src_keep, hooks=None):
         """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding. Hook points are named with

@@ -31,6 +31,8 @@ def nbytes(value, depth: int = 4) -> int:
         return value.nbytes
     if depth == 0 or isinstance(value, (str, bytes, int, float, bool, type(None))):
         return 0
+    if isinstance(getattr(value, "nbytes", None), int):      # an object that says its size, as arrays do
+        return value.nbytes
     if isinstance(value, dict):
         return sum(nbytes(v, depth - 1) for v in value.values())
     if isinstance(value, (list, tuple)):
