@@ -130,6 +130,14 @@ def test_the_path_comes_from_the_environment(tmp_path, monkeypatch):
     assert (tmp_path / "here" / "class.sqlite3").is_file() and Lectures().now(code) is not None
 
 
+def test_on_a_space_with_persistent_storage_lectures_are_kept_there(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOYVIZ_LECTURES", raising=False)
+    monkeypatch.setattr(store, "SPACE_STORAGE", tmp_path / "data")
+    assert store.default_path() == store.DEFAULT_PATH                  # no persistent storage: the cache folder
+    (tmp_path / "data").mkdir()
+    assert Lectures().path == tmp_path / "data" / "toyviz" / "lectures.sqlite3"
+
+
 def test_a_code_expires_at_the_end_of_the_day_it_is_three_hours_old(lectures, monkeypatch):
     at(monkeypatch, "2026-11-25T09:00")
     code, secret = lectures.start("sampling", 3)

@@ -27,6 +27,9 @@ from pathlib import Path
 from toyviz.app import lessons
 
 DEFAULT_PATH = Path("~/.cache/toyviz/lectures.sqlite3")
+# a Hugging Face Space's own disk is emptied when the Space restarts; its persistent storage, where bought, is
+# mounted here and kept: a lecture is kept there when it exists
+SPACE_STORAGE = Path("/data")
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"     # no 0/O, 1/I/L: read off a projector at the back of a hall
 CODE_LENGTH = 6                                  # 31**6 ≈ 890 million codes
 LECTURE_HOURS = 3                                # a lecture keeps its code at least this long
@@ -76,18 +79,24 @@ def today() -> str:
     return utc_now().date().isoformat()
 
 
+def default_path() -> Path:
+    kept = SPACE_STORAGE.is_dir() and os.access(SPACE_STORAGE, os.W_OK)
+    return SPACE_STORAGE / "toyviz" / DEFAULT_PATH.name if kept else DEFAULT_PATH
+
+
 def normal(code: str) -> str:
     """A code as typed ("k7p 2qx") → as stored ("K7P2QX")."""
     return "".join(code.split()).upper()
 
 
 class Lectures:
-    """Every lecture in one SQLite file (`path`, else $TOYVIZ_LECTURES, else ~/.cache/toyviz/lectures.sqlite3).
+    """Every lecture in one SQLite file: `path`, else $TOYVIZ_LECTURES, else /data/toyviz/lectures.sqlite3 on a Space
+    with persistent storage, else ~/.cache/toyviz/lectures.sqlite3.
     Given `models` (the app's Explorer, or a GPT), a reveal computes the step's answer with the live model once
     and stores it, so a hundred phones read it instead of recomputing it."""
 
     def __init__(self, path=None, models=None):
-        self.path = Path(path or os.environ.get("TOYVIZ_LECTURES") or DEFAULT_PATH).expanduser()
+        self.path = Path(path or os.environ.get("TOYVIZ_LECTURES") or default_path()).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.models = models
         self.local = threading.local()
