@@ -3,7 +3,10 @@ the QR code, and a short run of the lecture benchmark."""
 import datetime as dt
 import json
 import re
+import socket
 import threading
+import time
+from pathlib import Path
 from xml.etree import ElementTree
 
 import fastapi
@@ -11,12 +14,14 @@ import pytest
 import segno
 from fastapi.testclient import TestClient
 
-from benchmarks import lecture
+from benchmarks import lecture, stream
 from toyviz.app import lessons
 from toyviz.classroom import qr, routes, store
 from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
 from toyviz.classroom.throttle import Throttle
 from toyviz.models.checkpoint import CHECKPOINTS
+
+CHROMIUM = stream.CHROMIUM
 
 
 @pytest.fixture
@@ -330,3 +335,86 @@ def test_a_short_lecture_of_thirty_phones_against_app_py(capsys):
     assert figures["presenter_changes"] >= 3 and figures["followed"] == 1.0
     assert figures["votes"].get("counted", 0) > 0
     assert figures["server_tracebacks"] == 0, figures["server_errors"]
+
+
+# ---------------------------------------------------------------- the phone page in Chromium ----------
+
+TYPED = """---
+title: Typed
+---
+
+## Say a token
+tab: sample
+prompt: To be, or not to
+ask: Type the token you expect next
+answer: top token
+
+## Look
+tab: tokens
+"""
+
+
+@pytest.fixture
+def served(lectures, tmp_path):
+    """The routes on a real port (uvicorn on a thread), a stand-in app page at /, a lesson without choices."""
+    uvicorn = pytest.importorskip("uvicorn")
+    app = fastapi.FastAPI()
+    routes.attach(app, lectures)
+    app.get("/")(lambda: fastapi.responses.HTMLResponse("<h1 id=app-page>the app</h1>"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    lesson = tmp_path / "typed.md"
+    lesson.write_text(TYPED, encoding="utf-8")
+    yield f"http://127.0.0.1:{port}", str(lesson)
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian's chromium is not installed at {CHROMIUM}")
+def test_the_phone_page_types_an_answer_explores_and_says_when_a_code_is_wrong(served, lectures):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, lesson = served
+    code, secret = lectures.start(lesson, 2)
+    with sync_api.sync_playwright() as p:
+        browser = stream.launch(p)
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+        phone.set_default_timeout(10_000)
+        errors = []
+        phone.on("pageerror", lambda err: errors.append(str(err)))
+        expect = sync_api.expect
+
+        phone.goto(f"{url}/class/{code}")
+        expect(phone.locator("#question")).to_have_text("Type the token you expect next")
+        phone.locator("#typed-answer").fill(" be")
+        phone.locator("#typed button").click()
+        expect(phone.locator("#status")).to_have_text("Your vote: ␣be. Wait for the reveal.")
+        expect(phone.locator("#typed")).to_be_hidden()                  # one vote: the box is gone
+        phone.reload()                                                  # and stays gone after a reload
+        expect(phone.locator("#status")).to_have_text("Your vote: ␣be. Wait for the reveal.")
+        assert lectures.tally(code, 0) == {" be": 1}
+
+        lectures.reveal(secret)                                         # no model here: votes, no answer
+        expect(phone.locator("#tally")).to_contain_text("␣be: 1 vote")
+        expect(phone.locator("#tally")).to_contain_text("The answer is on the presenter's screen.")
+
+        phone.locator("#explore-button").click()                       # the app over the lecture, at the step's view
+        expect(phone.frame_locator("#app").locator("#app-page")).to_have_text("the app")
+        assert phone.locator("#app").get_attribute("src") == "/" + store.lesson_of(lesson).steps[0].link
+        lectures.move(secret, 1)
+        expect(phone.locator("#moved")).to_have_text("The presenter is on step 2 of 2.")
+        phone.locator("#back").click()
+        expect(phone.locator("#title")).to_have_text("Look")
+        expect(phone.locator("#question")).to_have_text("Look at the presenter's screen.")
+
+        phone.goto(f"{url}/class/NOPE22")
+        expect(phone.locator("#problem")).to_contain_text("no lecture has the code NOPE22 today")
+        expect(phone.locator("#join")).to_be_visible()
+        assert not errors, errors
+        browser.close()
