@@ -414,7 +414,7 @@ def test_the_phone_page_types_an_answer_explores_and_says_when_a_code_is_wrong(s
         expect(phone.locator("#question")).to_have_text("Look at the presenter's screen.")
 
         phone.goto(f"{url}/class/NOPE22")
-        expect(phone.locator("#problem")).to_contain_text("no lecture has the code NOPE22 today")
+        expect(phone.locator("#problem")).to_contain_text("No lecture has the code NOPE22 today")
         expect(phone.locator("#join")).to_be_visible()
         assert not errors, errors
         browser.close()

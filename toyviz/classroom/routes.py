@@ -70,7 +70,7 @@ def refused(throttle: Throttle, request: Request) -> Response | None:
 
 
 def not_found(code: str) -> JSONResponse:
-    return JSONResponse({"error": f"no lecture has the code {normal(code)} today (a code ends with its day)"}, 404)
+    return JSONResponse({"error": f"No lecture has the code {normal(code)} today (a code ends with its day)."}, 404)
 
 
 def current(lectures: Lectures, lecture: Lecture) -> dict:
