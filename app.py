@@ -85,7 +85,9 @@ def registry(ui, bind) -> dict:
 
 def wire_tabs(ui, tabs: dict):
     """Each renderer answers its tab's selection and its own controls; the shared controls (prompt,
-    projector, picker) redraw only the tab on screen. On the page a mistake shows in place of the
+    projector, picker) redraw only the tab on screen. A control redraws on a visitor's input, not on every change:
+    a deep link or a lesson's step sets many controls at once and then redraws its tab once (`refresh`), where
+    each control's change would have drawn the tab again (four times for a step setting three sliders). On the page a mistake shows in place of the
     figures (`in_place`); each tab's HTTP endpoint is the same renderer on a trigger the page never
     fires, raising the mistake as an error for the caller."""
     for name, (fn, inputs, outputs, controls, api_name) in tabs.items():
@@ -93,7 +95,7 @@ def wire_tabs(ui, tabs: dict):
         tab.select(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
         tab.select(lambda name=name: name, None, ui.current, api_visibility="private")
         for control in controls:
-            control.change(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
+            control.input(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
         gr.Button(visible=False).click(limited(fn, api_name), inputs, outputs, api_name=api_name,
                                        concurrency_limit=4)          # scripts call these: each visitor's share
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
@@ -116,7 +118,7 @@ def wire_tabs(ui, tabs: dict):
     ui.export_button.click(limited(export, "export"), [ui.current] + ui.all_inputs, ui.exported, api_name="export",
                            concurrency_limit=2)
     js = clamp_in_page([ui.current] + ui.all_inputs)
-    gr.on([ui.run.click, ui.prompt.submit, ui.projector.change, ui.model.change], refresh,
+    gr.on([ui.run.click, ui.prompt.submit, ui.projector.input, ui.model.input], refresh,
           [ui.current] + ui.all_inputs, ui.all_outputs, js=js, api_visibility="private", concurrency_limit=4)
     for example in ui.prompt_examples:
         example.load_input_event.then(refresh, [ui.current] + ui.all_inputs, ui.all_outputs, js=js,
@@ -206,24 +208,38 @@ def wire_links(ui):
     ui.restore, ui.link_controls = restore, controls
 
 
-def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
-    """The page's load and a lecture (toyviz.app.presenter): the address opens a deep link or a lecture, the
-    Lessons picker a lecture; Prev / Next (← → space) set each step's view as its deep link would, keeping the
-    page's projector mode, then redraw the tab; Reveal uncovers the answer and the votes."""
-    bar = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick]
-    shows = [ui.tabs] + ui.link_controls + bar
+def lecture_answers(ui, lessons: Presenter):
+    """(show, failed): what a lecture's events answer with; `ui.lesson_outputs`, the lesson bar's part of it."""
+    ui.lesson_outputs = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick]
 
-    def show(shown, root: str, projector: bool | None = None) -> list:
+    def show(shown, root: str, projector: bool | None = None, values: tuple | None = None) -> list:
+        """The lecture's step: its view's controls and the bar; given the tabs' inputs (`values`), its tab drawn
+        too, in the same answer (a Next is one round trip, not two)."""
         view = presenter.view(shown, ui.link_upper)
         if projector is not None and "projector" not in shown.step.origin:
             view["projector"] = projector            # a step that does not name it keeps the page's
-        return ([gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
-                presenter.bar(shown, lessons.lectures, root), gr.Row(visible=True), presenter.client(shown),
-                {"secret": shown.secret, "root": root}, gr.Timer(active=True)])
+        shown_view = [gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
+                      presenter.bar(shown, lessons.lectures, root), gr.Row(visible=True), presenter.client(shown),
+                      {"secret": shown.secret, "root": root}, gr.Timer(active=True)]
+        if values is None:
+            return shown_view
+        by_input = dict(zip(ui.all_inputs, values)) | {c: view[key] for c, key in zip(ui.link_controls, DEFAULTS)
+                                                       if c in ui.all_inputs}
+        return shown_view + ui.refresh(view["tab"], *[by_input[i] for i in ui.all_inputs])
 
     def failed(why: str, lecture: dict) -> list:         # the reason in the bar, no buttons to press
         return [gr.Column(visible=True), presenter.problem(why), gr.Row(visible=False), {}, lecture,
                 gr.Timer(active=False)]
+    return show, failed
+
+
+def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
+    """The page's load and a lecture (toyviz.app.presenter): the address opens a deep link or a lecture, the
+    Lessons picker a lecture; Prev / Next (← → space) set each step's view as its deep link would, keeping the
+    page's projector mode, and redraw the tab; Reveal uncovers the answer and the votes."""
+    show, failed = lecture_answers(ui, lessons)
+    bar = ui.lesson_outputs
+    shows = [ui.tabs] + ui.link_controls + bar
 
     def opened(stored: str, root: str, request: gr.Request):
         query = dict(request.query_params) if request else {}
@@ -241,19 +257,25 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
         except ValueError as err:
             return [gr.skip()] * (len(shows) - len(bar)) + failed(str(err), lecture)
 
-    step = lambda by: lambda lecture, projector: show(lessons.move(lecture["secret"], by), lecture["root"], projector)
+    def step(by: int):
+        def moved(lecture: dict, *values):
+            projector = dict(zip(ui.all_inputs, values))[ui.projector]
+            return show(lessons.move(lecture["secret"], by), lecture["root"], projector, values)
+        return friendly(moved)
+
     reveal = lambda lecture: show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
     votes = lambda lecture: presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
     redraw = dict(fn=ui.refresh, inputs=[ui.current] + ui.all_inputs, outputs=ui.all_outputs, api_visibility="private")
+    keep = dict(fn=None, inputs=ui.lecture_info, js=presenter.KEEP_SECRET)
     for event, fn, inputs, js in [(demo.load, opened, [ui.lecture_key, ui.page_root], presenter.READ_SECRET),
-                                  (ui.lesson_pick.input, picked, [ui.lesson_pick, ui.lecture, ui.projector], None),
-                                  (ui.lesson_next.click, step(+1), [ui.lecture, ui.projector], None),
-                                  (ui.lesson_prev.click, step(-1), [ui.lecture, ui.projector], None)]:
-        event(friendly(fn), inputs, shows, js=js, api_visibility="private").then(
-            None, ui.lecture_info, None, js=presenter.KEEP_SECRET).then(**redraw).then(
+                                  (ui.lesson_pick.input, picked, [ui.lesson_pick, ui.lecture, ui.projector], None)]:
+        event(friendly(fn), inputs, shows, js=js, api_visibility="private").then(**keep).then(**redraw).then(
             None, ui.projector, None, js=TOGGLE_PROJECTOR)
-    ui.lesson_reveal.click(friendly(reveal), ui.lecture, bar, api_visibility="private").then(
-        None, ui.lecture_info, None, js=presenter.KEEP_SECRET)
+    for button, by, way in [(ui.lesson_next, +1, "next"), (ui.lesson_prev, -1, "prev")]:
+        button.click(step(by), [ui.lecture] + ui.all_inputs, shows + ui.all_outputs, js=presenter.moving(way),
+                     api_visibility="private", concurrency_limit=4).then(**keep).then(
+            None, ui.projector, None, js=TOGGLE_PROJECTOR)
+    ui.lesson_reveal.click(friendly(reveal), ui.lecture, bar, api_visibility="private").then(**keep)
     ui.lesson_tick.tick(friendly(votes), ui.lecture, ui.lesson_bar, api_visibility="private", queue=False)
     ui.lesson_copy.click(None, js=presenter.COPY_PRESENTER_LINK)
 

@@ -32,6 +32,7 @@ READ_SECRET = ("(secret, root) => { const code = new URLSearchParams(location.se
                f" return [code ? localStorage.getItem('{STORED}' + code) || '' : '', location.origin + location.pathname]; }}")
 # after each change: the answering panels covered or not; the secret kept in localStorage, out of the address bar
 KEEP_SECRET = f"""(info) => {{
+    window.toyvizLesson = info;
     document.body.classList.toggle('lesson-hides', !!(info && info.hide));
     if (!info || !info.code) return;
     if (info.secret) localStorage.setItem('{STORED}' + info.code, info.secret);
@@ -39,6 +40,12 @@ KEEP_SECRET = f"""(info) => {{
     if (query.get('lecture') !== info.code || query.has('present') || query.has('lesson'))
         history.replaceState(null, '', location.pathname + '?lecture=' + info.code);
 }}"""
+# Prev / Next: a step whose question will be open is covered before it is drawn (its figures come with the step)
+def moving(way: str) -> str:
+    return (f"(...values) => {{ if (window.toyvizLesson && window.toyvizLesson.{way}) "
+            "document.body.classList.add('lesson-hides'); return values; }")
+
+
 # "Copy presenter link": to the clipboard, never onto the screen; outside a secure context (a hall's laptop on
 # http://192.168…) the clipboard API is missing, and a hidden text area's copy command still works
 COPY_PRESENTER_LINK = f"""() => {{
@@ -151,10 +158,14 @@ def view(shown: Shown, upper: dict) -> dict:
 
 
 def client(shown: Shown | None) -> dict:
-    """What the page script (KEEP_SECRET) needs: the code, the secret to keep, whether to cover the answers."""
+    """What the page script (KEEP_SECRET, `moving`) needs: the code, the secret to keep, whether to cover the
+    answers now, and on the steps Prev and Next lead to."""
     if shown is None:
         return {"hide": False}
-    return {"code": shown.lecture.code, "secret": shown.secret, "hide": shown.hides}
+    steps, at = shown.lesson.steps, shown.lecture.step
+    asks = lambda n: steps[min(max(n, 0), len(steps) - 1)].question is not None
+    return {"code": shown.lecture.code, "secret": shown.secret, "hide": shown.hides, "prev": asks(at - 1),
+            "next": asks(at + 1)}
 
 
 # ---------------------------------------------------------------- the bar ----------
