@@ -221,7 +221,8 @@ def test_a_question_is_covered_until_reveal_then_the_model_answers_beside_the_vo
     lectern, name = presenting
     shown = lectern.move(lectern.open({"lesson": name}).secret, +1)
     code = shown.lecture.code
-    assert shown.hides and presenter.client(shown) == {"code": code, "secret": shown.secret, "hide": True}
+    assert shown.hides and presenter.client(shown) == {"code": code, "secret": shown.secret, "hide": True,
+                                                       "prev": False, "next": False}      # steps 1 and 3 ask nothing
     for device, choice in [("phone-aaaa", "a"), ("phone-bbbb", "a"), ("phone-cccc", "b")]:
         assert lectern.lectures.vote(code, device, choice)
     waiting = presenter.bar(shown, lectern.lectures, "/")
