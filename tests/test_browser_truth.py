@@ -126,12 +126,23 @@ def test_a_patching_mistake_shows_in_place_not_as_a_toast(url, page):
 # texts, annotations, titles). Two texts at the same angle (rotated tick labels) are compared in their own
 # frame: along the text by their lengths, across it by their font size (their axis-aligned boxes overlap
 # when rotated though the letters do not); others by their boxes. 2 px of touching is not overlapping.
+# And every axis tick label that lies over a plot area (a subplot's ticks pressed into its neighbour).
 OVERLAPS = """() => {
     const problems = [];
     for (const plot of document.querySelectorAll('.js-plotly-plot')) {
         const id = plot.closest('[id]') ? plot.closest('[id]').id : '?';
         const r0 = plot.getBoundingClientRect();
         if (r0.width === 0 || r0.height === 0) continue;
+        const areas = [...plot.querySelectorAll('rect.nsewdrag')].map(a => a.getBoundingClientRect());
+        for (const t of plot.querySelectorAll('.xaxislayer-above text, .yaxislayer-above text')) {
+            const r = t.getBoundingClientRect(), text = t.textContent.trim();
+            if (!text || r.width < 1 || getComputedStyle(t).opacity === '0') continue;
+            for (const a of areas) {
+                const w = Math.min(a.right, r.right) - Math.max(a.left, r.left) - 2;
+                const h = Math.min(a.bottom, r.bottom) - Math.max(a.top, r.top) - 2;
+                if (w > 0 && h > 0) problems.push(`${id}: tick "${text.slice(0, 30)}" lies over a plot area`);
+            }
+        }
         const texts = [];
         for (const t of plot.querySelectorAll('svg text')) {
             const text = t.textContent.trim();
@@ -166,8 +177,23 @@ OVERLAPS = """() => {
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["720p", "1080p"])
 def test_no_two_texts_of_a_figure_overlap_in_projector_mode(url, browser, size):
-    """Tick labels, colour-bar ticks and titles, cell texts and annotations: none covers another, on
-    every tab, on a projector at 720p and 1080p."""
+    """Tick labels, colour-bar ticks and titles, cell texts and annotations: none covers another and no
+    tick label lies over a plot area, on every tab, on a projector at 720p and 1080p."""
     from test_browser import on_every_tab_in_projector_mode
     problems = on_every_tab_in_projector_mode(browser, url, size, OVERLAPS, "truth-projector")
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_the_layer_norm_heatmaps_name_every_norm_on_a_projector(url, browser):
+    """Each of the four heatmaps labels every norm's row (plotly drops every other label where rows are close)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.set_default_timeout(WAIT)
+    try:
+        open_app(page, url, "?tab=layernorm&projector=1")
+        expect()(title(page, "ln-heat-plot")).not_to_be_empty(timeout=WAIT)
+        settle(page)
+        labels = page.locator("#ln-heat-plot .yaxislayer-above text").all_text_contents()
+        rows = page.locator("#ln-heat-plot .js-plotly-plot").evaluate("p => p.data[0].y.length")
+        assert rows >= 9 and len(labels) == 4 * rows, labels
+    finally:
+        page.close()

@@ -351,7 +351,8 @@ def masked_vs_unmasked(causal: Trace, unmasked: Trace, layer: int, head: int, *,
     """The same head on the same prompt with and without the causal mask: without it every token
     can copy from the future, which is why a model trained that way cannot generate."""
     labels = token_labels(causal.tokens)
-    fig = subplots(rows=1, cols=2, horizontal_spacing=0.14,
+    # one query axis for both (the same prompt): the right panel's token names would press into the left map
+    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
                    subplot_titles=[f"causal={t.causal}" + (" (future greyed)" if t.causal else "")
                                         for t in (causal, unmasked)])
     for col, trace in enumerate((causal, unmasked), start=1):

@@ -41,9 +41,10 @@ def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
                               zmid=0 if diverging else None, hover=f"%{{y}}, %{{x}}: {stat} %{{z:.3f}}"),
                       row=r, col=1)
         fig.data[-1].colorbar.update(len=0.2, y=1 - (r - 0.5) / 4, yanchor="middle", thickness=12)
-    fig.update_yaxes(autorange="reversed")
+    # every norm named (plotly would drop every other name where rows are close), with a row tall enough for it
+    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=names, ticktext=names)
     return style(fig, "LayerNorm inputs and outputs per token", filename="toyviz-layernorm-stats",
-                 projector=projector, height=200 + 4 * (40 + 16 * len(names)))
+                 projector=projector, height=200 + 4 * (40 + 22 * len(names)))
 
 
 def layernorm_curves(trace: Trace, position: int | None = None, *, projector: bool = False) -> go.Figure:
