@@ -174,6 +174,25 @@ def test_the_presenter_steps_through_a_lesson_with_the_keyboard(server, browser)
     page.close()
 
 
+def test_the_lessons_picker_opens_a_lecture_whose_qr_code_grows_for_the_hall(server, browser):
+    page = presenter_page(browser)
+    open_app(page, server.url, "?tab=tokens")
+    expect()(page.locator("#lesson-panel")).to_be_hidden(timeout=WAIT)       # a plain page shows no bar
+    page.locator("#lesson-pick input").click()
+    page.get_by_role("option", name="Attention from the ground up").click()
+    expect()(counter(page)).to_have_text("1 / 6", timeout=WAIT)
+    code = lecture_code(page)
+    expect()(page.locator("#lesson-bar .lesson-code")).to_have_text(code)
+    page.locator("#lesson-bar .lesson-qr").click()
+    large = page.locator(".lesson-qr-large svg")
+    expect()(large).to_be_visible()
+    assert large.bounding_box()["height"] > 600                  # 80 % of the window's height, not 92 px
+    page.keyboard.press("Escape")
+    expect()(large).to_have_count(0)
+    assert not page.errors, page.errors
+    page.close()
+
+
 def test_projector_mode_stays_on_from_step_to_step(server, browser):
     page = presenter_page(browser, (1280, 720))
     open_app(page, server.url, "?lesson=attention-from-the-ground-up")

@@ -47,7 +47,7 @@ def lesson_bar(ui):
     never drawn (the secret from localStorage, the page's address, the lecture's code); the secret itself
     stays in the session's state."""
     with gr.Column(visible=False, elem_id="lesson-panel") as ui.lesson_panel:
-        ui.lesson_bar = gr.HTML(elem_id="lesson-bar", js_on_load=presenter.STEP_KEYS)
+        ui.lesson_bar = gr.HTML(elem_id="lesson-bar", js_on_load=presenter.BAR_SCRIPT)
         with gr.Row(elem_id="lesson-buttons") as ui.lesson_buttons:
             ui.lesson_prev = gr.Button("◀ Prev", size="sm", elem_id="lesson-prev", scale=0, min_width=90)
             ui.lesson_next = gr.Button("Next ▶", size="sm", variant="primary", elem_id="lesson-next", scale=0, min_width=90)

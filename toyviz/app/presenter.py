@@ -58,13 +58,24 @@ COPY_PRESENTER_LINK = f"""() => {{
     box.style.cssText = 'position:fixed;opacity:0;pointer-events:none';
     document.body.appendChild(box); box.select(); document.execCommand('copy'); box.remove();
 }}"""
-# → or space: next step, ←: previous; not while typing or on a slider or radio (they take the arrows); a space on
-# a focused button is that button's, except the bar's own (after a click on Reveal, space still means Next); a
-# checkbox just clicked (Projector mode) does not keep the keys
-STEP_KEYS = """if (!window.toyvizLessonKeys) {
+# The bar's script (its js_on_load). → or space: next step, ←: previous; not while typing or on a slider or radio
+# (they take the arrows); a space on a focused button is that button's, except the bar's own (after a click on
+# Reveal, space still means Next); a checkbox just clicked (Projector mode) does not keep the keys. A click on the
+# QR code shows it large over the page for the back rows, until a click or Escape (a copy outside the bar,
+# which the votes' refresh redraws)
+BAR_SCRIPT = """element.addEventListener('click', (event) => {
+    const code = event.target.closest('.lesson-qr');
+    if (!code) return;
+    const large = Object.assign(document.createElement('div'), {className: 'lesson-qr-large', title: 'Click to close'});
+    large.innerHTML = code.innerHTML;
+    large.onclick = () => large.remove();
+    document.body.appendChild(large);
+});
+if (!window.toyvizLessonKeys) {
     window.toyvizLessonKeys = true;
     document.addEventListener('keydown', (event) => {
         if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+        if (event.key === 'Escape') document.querySelectorAll('.lesson-qr-large').forEach((e) => e.remove());
         const target = event.target;
         const typing = 'textarea, select, [contenteditable=""], [contenteditable=true], input:not([type=checkbox])';
         if (target.closest && target.closest(typing)) return;
@@ -179,7 +190,8 @@ def shown_text(choice: str) -> str:
 def join_box(code: str, root: str) -> str:
     """The join code, the student link and its QR code: small, in the bar's corner."""
     link = f"{root.rstrip('/')}/class/{code}"
-    return (f"<div class='lesson-join'>{qr.svg(link)}<div><div class='lesson-code' title='join code'>{code}</div>"
+    code_image = f"<div class='lesson-qr' title='Click: large, for the back rows to scan'>{qr.svg(link)}</div>"
+    return (f"<div class='lesson-join'>{code_image}<div><div class='lesson-code' title='join code'>{code}</div>"
             f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1])}</div></div></div>")
 
 
