@@ -264,7 +264,13 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
         return friendly(moved)
 
     reveal = lambda lecture: show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
-    votes = lambda lecture: presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
+
+    def votes(lecture: dict) -> str:             # every 3 s: the votes so far; a lecture that ended says so
+        try:
+            return presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
+        except ValueError as err:
+            return presenter.problem(str(err))
+
     redraw = dict(fn=ui.refresh, inputs=[ui.current] + ui.all_inputs, outputs=ui.all_outputs, api_visibility="private")
     keep = dict(fn=None, inputs=ui.lecture_info, js=presenter.KEEP_SECRET)
     for event, fn, inputs, js in [(demo.load, opened, [ui.lecture_key, ui.page_root], presenter.READ_SECRET),
@@ -276,7 +282,7 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
                      api_visibility="private", concurrency_limit=4).then(**keep).then(
             None, ui.projector, None, js=TOGGLE_PROJECTOR)
     ui.lesson_reveal.click(friendly(reveal), ui.lecture, bar, api_visibility="private").then(**keep)
-    ui.lesson_tick.tick(friendly(votes), ui.lecture, ui.lesson_bar, api_visibility="private", queue=False)
+    ui.lesson_tick.tick(votes, ui.lecture, ui.lesson_bar, api_visibility="private", queue=False)
     ui.lesson_copy.click(None, js=presenter.COPY_PRESENTER_LINK)
 
 

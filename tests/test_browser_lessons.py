@@ -268,15 +268,20 @@ def test_a_phone_follows_votes_and_the_presenter_reveals_its_vote_even_after_a_r
 
 def test_another_laptop_takes_over_with_the_presenter_link(server, browser):
     first = presenter_page(browser)
+    first.context.grant_permissions(["clipboard-read", "clipboard-write"])
     open_app(first, server.url, "?lesson=sampling")
     expect()(counter(first)).to_have_text("1 / 8", timeout=WAIT)
     code = lecture_code(first)
     secret = secret_of(first, code)
     first.keyboard.press("ArrowRight")
     expect()(counter(first)).to_have_text("2 / 8", timeout=WAIT)
+    first.locator("#lesson-copy").click()
+    first.wait_for_function("async () => (await navigator.clipboard.readText()).includes('present=')")
+    link = first.evaluate("() => navigator.clipboard.readText()")
+    assert link == f"{server.url}?present={secret}" and secret not in first.content()
     other = browser.new_context().new_page()                            # no localStorage in common
     other.set_default_timeout(WAIT)
-    open_app(other, server.url, f"?present={secret}")
+    other.goto(link, wait_until="domcontentloaded", timeout=60_000)
     expect()(counter(other)).to_have_text("2 / 8", timeout=WAIT)
     other.wait_for_function("() => !location.search.includes('present')")
     assert secret not in other.url and secret not in other.content()
