@@ -125,7 +125,11 @@ def test_forward_equals_the_python_trace(page, explorer):
         T = len(ids)
         assert (out["T"], out["V"], out["L"], out["H"]) == (T, c.vocab_size, c.n_layer, c.n_head)
         trace = gpt.model.trace(ids)
-        assert np.abs(floats(out["logits"], (T, c.vocab_size)) - trace.logits.numpy()).max() <= 1e-4
+        # float32 summed in another order than torch's (wasm; the prefill graph loads unoptimised, see
+        # web/src/model.js): at T = 256 of random ids up to 1.09e-4 off (8.6e-5 with ORT's optimisers on),
+        # hence 2e-4 here, where onnxruntime in Python keeps 1e-4 (test_web.py); a wrong layout or
+        # output would be off by whole units
+        assert np.abs(floats(out["logits"], (T, c.vocab_size)) - trace.logits.numpy()).max() <= 2e-4
         assert np.abs(floats(out["attention"], (c.n_layer, c.n_head, T, T)) - trace.attention.numpy()).max() <= 1e-5
 
 

@@ -1,13 +1,13 @@
 """The GPT in the student's browser: the page's <head> that loads it, the Sample tab's panel that shows
 it, and the files it fetches.
 
-`head()` goes to `demo.launch(head=…)`: it hands web/dist/toyviz.js (built by `cd web && npm ci && npm
-run build`) the urls of the graphs (checkpoints/gpt/web/, written by `python -m toyviz.web`), the
-checkpoint's model.safetensors and tokenizer, and onnxruntime's wasm, so the model loads as the page
-opens, whichever tab is on screen (Gradio builds a tab's components only when it is first opened).
-The script defines `window.toyviz` (web/src/main.js) and falls back to the server's controls, saying
-why, when the model cannot load in this browser. `panel()` is where the Sample tab shows it. Nothing
-here imports onnx.
+`head()` goes to `demo.launch(head=…)`: it inlines web/dist/toyviz.js (built by `cd web && npm ci && npm
+run build`; the model's worker is inside it) and hands it the urls of the graphs (checkpoints/gpt/web/,
+written by `python -m toyviz.web`), the checkpoint's model.safetensors and tokenizer, and onnxruntime's
+wasm, so the model loads as the page opens, whichever tab is on screen (Gradio builds a tab's
+components only when it is first opened). The script defines `window.toyviz` (web/src/main.js) and
+falls back to the server's controls, saying why, when the model cannot load in this browser. `panel()`
+is where the Sample tab shows it. Nothing here imports onnx.
 """
 from __future__ import annotations
 
@@ -77,7 +77,13 @@ def head(folder: Path = CHECKPOINTS / "gpt") -> str:
                 f"window.toyvizMount = (element) => {{ element.textContent = 'Running on the server: ' + {json.dumps(why)}; }};"
                 f"</script>")
     serve(folder)
-    return f'<script>window.toyvizConfig = {json.dumps(config(folder))};</script><script src="{url(SCRIPT)}"></script>'
+    # inline, not <script src>: Gradio runs an inline head script the moment it adds it, a src one only
+    # once its own scripts let go of the main thread (~0.4 s later on a loaded 2-core laptop), and the
+    # script's first act is to start the model's worker
+    script = SCRIPT.read_text()
+    if "</script" in script:
+        raise ValueError(f"{SCRIPT} cannot be inlined: it contains '</script'")
+    return f"<script>window.toyvizConfig = {json.dumps(config(folder))};\n{script}</script>"
 
 
 def panel() -> gr.HTML:

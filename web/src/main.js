@@ -4,8 +4,8 @@
 //   modelHash sha256 (hex) of checkpoints/gpt/model.safetensors, the file the graphs read their weights from
 //   tokenize(text) → ids exactly as Python's gpt.encode(text)[0] (BOS first, cut to the context)
 //   forward(ids)   → Promise of {logits: Float32Array(T·V), attention: Float32Array(L·H·T·T), T, V, L, H}
-import { Model } from "./model.js";
 import { Panel } from "./panel.js";
+import { RemoteModel } from "./remote.js";
 import { Tokenizer } from "./tokenizer.js";
 
 const config = window.toyvizConfig;          // from the page's <head> (toyviz/app/browser_model.py)
@@ -17,13 +17,13 @@ const toyviz = (window.toyviz = {
 });
 toyviz.ready = load();
 
-// starts as the page opens, whichever tab is on screen; → "browser" or "server"
+// starts as the page opens, whichever tab is on screen (the model in its worker: remote.js); → "browser" or "server"
 async function load() {
   try {
-    const ranks = await fetch(config.files.ranks).then((r) => { if (!r.ok) throw new Error(`tokenizer: HTTP ${r.status}`); return r.text(); });
-    const tokenizer = new Tokenizer(ranks, config.specials);
+    const ranks = fetch(config.files.ranks).then((r) => { if (!r.ok) throw new Error(`tokenizer: HTTP ${r.status}`); return r.text(); });
+    const [ranksText, model] = await Promise.all([ranks, RemoteModel.load(config)]);     // both at once
+    const tokenizer = new Tokenizer(ranksText, config.specials);
     toyviz.tokenize = (text) => [tokenizer.bos, ...tokenizer.encode(text)].slice(0, config.context);
-    const model = await Model.load(config);
     Object.assign(toyviz, { model, tokenizer, backend: "browser", reason: "" });
     toyviz.forward = (ids) => model.forward(ids);
   } catch (error) {
@@ -41,6 +41,7 @@ window.toyvizMount = async function mount(element) {
   panel.say("Loading the model into your browser…");
   if ((await toyviz.ready) === "browser") {
     await panel.start(toyviz.model, toyviz.tokenizer);
+    toyviz.shownAt = performance.now();      // the first bars and heatmap are on screen
     panel.say(`Running in your browser (onnxruntime-web, ready ${(toyviz.readyAt / 1000).toFixed(1)} s after the page opened` +
               `${toyviz.model.loaded.cached ? ", from the cache" : ""}; weights sha256 ${toyviz.model.loaded.checked}). ` +
               "Sampling here sends nothing to the server.");
