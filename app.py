@@ -278,8 +278,10 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
         event(friendly(fn), inputs, shows, js=js, api_visibility="private").then(**keep).then(**redraw).then(
             None, ui.projector, None, js=TOGGLE_PROJECTOR)
     for button, by, way in [(ui.lesson_next, +1, "next"), (ui.lesson_prev, -1, "prev")]:
+        # → → pressed quickly is two steps: each press queued (not dropped while the first runs), one at a time
         button.click(step(by), [ui.lecture] + ui.all_inputs, shows + ui.all_outputs, js=presenter.moving(way),
-                     api_visibility="private", concurrency_limit=4).then(**keep).then(
+                     api_visibility="private", trigger_mode="multiple", concurrency_limit=1,
+                     concurrency_id="lesson-step").then(**keep).then(
             None, ui.projector, None, js=TOGGLE_PROJECTOR)
     ui.lesson_reveal.click(friendly(reveal), ui.lecture, bar, api_visibility="private").then(**keep)
     ui.lesson_tick.tick(votes, ui.lecture, ui.lesson_bar, api_visibility="private", queue=False)

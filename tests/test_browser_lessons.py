@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from test_browser import WAIT, browser, error_toasts, expect, open_app, pytestmark, settle, shot  # noqa: F401
+from test_browser import SHOTS, WAIT, browser, error_toasts, expect, open_app, pytestmark, settle, shot  # noqa: F401
 from toyviz.app import lessons
 from toyviz.app.explorer import Explorer
 from toyviz.classroom.store import Lectures
@@ -86,6 +86,13 @@ def server(tmp_path_factory):
     served = Server(tmp_path_factory.mktemp("lectures") / "lectures.sqlite3").start()
     yield served
     served.demo.close()
+
+
+def screen(page, name):
+    """What the screen shows (not the whole page): the pictures docs/teach-with-it.md is made from."""
+    settle(page)
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
 def presenter_page(browser, size=(1280, 900)):
@@ -199,15 +206,16 @@ def test_projector_mode_stays_on_from_step_to_step(server, browser):
     expect()(counter(page)).to_have_text("1 / 6", timeout=WAIT)
     page.locator("#projector input").check()
     page.wait_for_function("() => document.body.classList.contains('projector')")
-    for shown in ("2 / 6", "3 / 6"):
-        page.keyboard.press("ArrowRight")
-        expect()(counter(page)).to_have_text(shown, timeout=WAIT)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")                 # pressed before the first step is shown: two steps, not one
+    expect()(counter(page)).to_have_text("3 / 6", timeout=WAIT)
     settle(page)
     assert page.evaluate("() => document.body.classList.contains('projector')")
     expect()(page.locator("#projector input")).to_be_checked()
     page.locator("#lesson-reveal").click()
     expect()(page.locator("#lesson-bar .lesson-answer")).to_contain_text("The model:", timeout=WAIT)
     shot(page, "lesson-presenter-projector")
+    screen(page, "lesson-presenter-projector-screen")
     assert not page.errors, page.errors
     page.close()
 
@@ -243,6 +251,11 @@ def test_a_phone_follows_votes_and_the_presenter_reveals_its_vote_even_after_a_r
 
     phone.get_by_role("button", name="higher").click()
     expect()(presenter.locator("#lesson-bar .lesson-waiting")).to_contain_text("1 vote so far", timeout=WAIT)
+    for n, choice in enumerate(["higher"] * 12 + ["lower"] * 6 + ["the same"] * 2):    # the rest of a small class
+        status, said = post(f"{server.url}class/{code}/vote", {"device": f"simulated-{n:04d}", "step": 1,
+                                                                "choice": choice})
+        assert status == 200 and said["counted"], said
+    expect()(presenter.locator("#lesson-bar .lesson-waiting")).to_contain_text("21 votes so far", timeout=WAIT)
     shot(phone, "lesson-phone")
     status, said = post(f"{server.url}class/{code}/step", {"secret": "a student's guess", "step": 5})
     assert status == 403 and "presenter" in said["error"]
@@ -255,12 +268,13 @@ def test_a_phone_follows_votes_and_the_presenter_reveals_its_vote_even_after_a_r
     expect()(counter(presenter)).to_have_text("2 / 8", timeout=WAIT)
     presenter.locator("#lesson-reveal").click()
     votes = presenter.locator("#lesson-bar .lesson-votes")
-    expect()(votes).to_contain_text("the class: 1 vote", timeout=WAIT)
-    expect()(votes.locator("tr.lesson-right")).to_contain_text("higher")          # the model's answer, marked
-    expect()(votes.locator("tr", has_text="higher")).to_contain_text("1")
+    expect()(votes).to_contain_text("the class: 21 votes", timeout=WAIT)
+    expect()(votes.locator("tr.lesson-right")).to_have_text("✓ higher13")         # the model's answer, marked
+    expect()(votes.locator("tr", has_text="lower")).to_have_text("lower6")
     expect()(phone.locator("#answer")).to_be_visible(timeout=WAIT)              # the phone, still on, sees it
     shot(phone, "lesson-phone-revealed")
     shot(presenter, "lesson-presenter-votes")
+    screen(presenter, "lesson-presenter-screen")
     assert not presenter.errors, presenter.errors
     phone.close()
     presenter.close()
