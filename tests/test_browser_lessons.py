@@ -216,6 +216,14 @@ def test_projector_mode_stays_on_from_step_to_step(server, browser):
     expect()(page.locator("#lesson-bar .lesson-answer")).to_contain_text("The model:", timeout=WAIT)
     shot(page, "lesson-presenter-projector")
     screen(page, "lesson-presenter-projector-screen")
+    page.locator("#head-steps-plot").scroll_into_view_if_needed()        # the figure on screen, the bar above it
+    code = lecture_code(page)
+    badge = page.locator(".lesson-badge")
+    expect()(badge).to_have_text(f"3 / 6 · join {code}")
+    expect()(badge).to_be_in_viewport()
+    assert not page.locator("#lesson-bar .lesson-counter").is_visible() or \
+        page.locator("#lesson-bar .lesson-counter").bounding_box()["y"] < 0   # the bar itself scrolled away
+    screen(page, "lesson-presenter-projector-figure")
     assert not page.errors, page.errors
     page.close()
 

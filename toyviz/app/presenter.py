@@ -235,7 +235,9 @@ def bar(shown: Shown, lectures: Lectures, root: str) -> str:
             f"<div class='lesson-text'>{MARKDOWN.render(step.text)}</div>"
             + (question_box(shown, lectures) if step.question else "")
             + (f"<div class='lesson-point'><b>Look at:</b> {html.escape(point)}</div>" if point else ""))
-    return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root)}</div>"
+    # the counter and the code stay in a corner of the screen when the bar has scrolled away (page.css)
+    badge = f"<div class='lesson-badge'>{lecture.step + 1} / {lecture.steps} · join {lecture.code}</div>"
+    return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root)}</div>{badge}"
 
 
 def problem(why: str) -> str:
