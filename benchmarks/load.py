@@ -2,6 +2,7 @@
 (a benchmark: nothing here asserts; tests/test_load.py runs a shorter class and asserts on it).
 
     python -m benchmarks.load [--students 30] [--minutes 2] [--quick] [--timeout 60] [--log FILE]
+    python -m benchmarks.load --browser [--students 100] [--pages 1] ...
 
 The app runs as its own process, exactly as `python app.py --device cpu` serves it (its queue and
 concurrency limits), on 127.0.0.1. Each student is a thread with its own gradio_client Client that,
@@ -37,7 +38,22 @@ The students' threads share this process, so on a small machine they take CPU fr
 - alive_after: a fresh client's /tokens request answered after the class
 - targets (issue 17, 2-core CPU): 0 errors, 0 client timeouts, tab p95 ≤ 3 s, first-token p95 ≤ 2 s,
   RSS growth ≤ 150 MB; each {value, target, met}
+- server_cpu_s: CPU seconds (user + system) the server's process used during the class;
+  server_cpu_cores: the same over the class's wall time (2.0: both cores of a 2-core machine, all along)
 --quick: 8 students for 0.5 minutes (unless --students/--minutes say otherwise).
+
+--browser: the students sample in their browsers (issue 31). What reaches the server from each is the
+page and its static files once (a first visit, the model's files included; the browser keeps them),
+the page drawing its tab (one tab request), then the server-side actions at the mix's rate: tab 60 %
+and translate 15 %; the generate 25 % (sampling, sliders, the live panel) runs in the browser and sends
+nothing (counted in in_browser_actions), and so does the closing burst. Simulated, since 100 Chromiums
+do not fit in 2 cores: each student GETs the files a real Chromium page fetched on its first visit
+(recorded before the class: page_files, page_mb; the page's own queue requests excluded) over one
+keep-alive connection, and sends its server actions through gradio_client as in the default mode.
+Real: --pages Chromium pages (default 1) open the app in the middle of the class, load the model,
+generate 64 tokens and move the temperature slider in the browser: browser_pages, each {backend,
+ready_s, tokens_per_s, queue_requests while sampling}. page_load: p50_s/p95_s of a student's page
+and files, page_load_errors.
 """
 from __future__ import annotations
 
@@ -62,6 +78,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")          # before gra
 
 ROOT = Path(__file__).resolve().parent.parent
 MIX = (("tab", 0.60), ("generate", 0.25), ("translate", 0.15))
+IN_BROWSER = {"generate"}         # what --browser students do in their browsers: no request to the server
 TAB_ENDPOINTS = ("attention", "tokens", "residual")
 THINK_S = (1.0, 4.0)
 NEW_TOKENS = 64
@@ -132,6 +149,14 @@ class Server:
             return {}
         kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines) if k in ("VmRSS", "VmHWM")}
         return {"rss": kb.get("VmRSS", 0) / 1024, "peak": kb.get("VmHWM", 0) / 1024}
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds (user + system, all threads) the server has used so far (Linux /proc; None elsewhere)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")      # utime, stime
 
     def memory_map_mb(self) -> dict:
         """Resident memory by kind of mapping, MB, from /proc/PID/smaps ({} elsewhere): "heap" (the main
@@ -303,19 +328,61 @@ def request(client, action: str, endpoint: str, args: tuple, timeout: float) -> 
         return Record(action, endpoint, "error", time.monotonic() - start, first, repr(err)[:300])
 
 
-def student(url: str, n: int, deadline: float, timeout: float, seed: int, out: Class):
+def open_page(page: dict, timeout: float) -> Record:
+    """A first visit as the server sees it: page["files"] GET one after another on one keep-alive connection,
+    every byte read; then the events the page sends as it opens (page["events"]: queue joins as recorded)
+    in a fresh session, answered when the queue says each completed."""
+    import httpx
+    start, session = time.monotonic(), f"load{random.getrandbits(40):x}"
+    try:
+        with httpx.Client(timeout=timeout) as http:
+            for url in page["files"]:
+                with http.stream("GET", url) as response:
+                    response.raise_for_status()
+                    for _ in response.iter_bytes():
+                        pass
+            pending = set()
+            for url, body in page["events"]:
+                joined = http.post(url, json={**body, "session_hash": session})
+                joined.raise_for_status()
+                pending.add(joined.json()["event_id"])
+            with http.stream("GET", page["stream"], params={"session_hash": session}) as response:
+                for line in response.iter_lines():
+                    message = json.loads(line[5:]) if line.startswith("data:") else {}
+                    if message.get("msg") == "process_completed":
+                        if not message.get("success", False):
+                            raise RuntimeError(f"an event failed: {str(message.get('output'))[:200]}")
+                        pending.discard(message.get("event_id"))
+                        if not pending:
+                            break
+        return Record("page", "page", "ok", time.monotonic() - start)
+    except httpx.TimeoutException as err:
+        return Record("page", "page", "timeout", time.monotonic() - start, message=repr(err)[:300])
+    except Exception as err:                                           # noqa: BLE001 — counted, reported
+        return Record("page", "page", "error", time.monotonic() - start, message=repr(err)[:300])
+
+
+def student(url: str, n: int, deadline: float, timeout: float, seed: int, out: Class, page: dict | None):
+    """page: what a first visit sends (open_page), for a student who samples in the browser (--browser)."""
     rng = random.Random(seed * 100_003 + n)
+    if page:                                          # a class opens the link within a few seconds
+        time.sleep(rng.uniform(0, THINK_S[1]))
+        out.add(open_page(page, timeout))
     start = time.monotonic()
     try:
         client = connect(url, timeout)
     except Exception as err:                                           # noqa: BLE001 — counted, reported
         out.add(connect_failure(err, start))
         return
-    time.sleep(rng.uniform(0, THINK_S[1]))             # a class opens the link within a few seconds
+    if not page:
+        time.sleep(rng.uniform(0, THINK_S[1]))
     while time.monotonic() < deadline:
         action = rng.choices([a for a, _ in MIX], [w for _, w in MIX])[0]
-        endpoint, args = request_args(action, rng)
-        out.add(request(client, action, endpoint, args, timeout))
+        if page and action in IN_BROWSER:
+            out.add(Record(action, "browser", "in browser", 0.0))
+        else:
+            endpoint, args = request_args(action, rng)
+            out.add(request(client, action, endpoint, args, timeout))
         time.sleep(rng.uniform(*THINK_S))
     try:
         client.close()
@@ -324,15 +391,17 @@ def student(url: str, n: int, deadline: float, timeout: float, seed: int, out: C
 
 
 def run_class(url: str, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0,
-              out: Class | None = None) -> tuple[Class, float, list]:
-    """Students on url for `seconds`; returns their records (added to out), the wall time and any
-    student thread still stuck."""
+              out: Class | None = None, page: dict | None = None, meanwhile=None) -> tuple[Class, float, list]:
+    """Students on url for `seconds` (page: see student); returns their records (added to out), the wall
+    time and any student thread still stuck. meanwhile(): run in this thread while the class goes on."""
     out, started = out or Class(), time.monotonic()
     deadline = started + seconds
-    threads = [threading.Thread(target=student, args=(url, n, deadline, timeout, seed, out), daemon=True,
+    threads = [threading.Thread(target=student, args=(url, n, deadline, timeout, seed, out, page), daemon=True,
                                 name=f"student-{n}") for n in range(students)]
     for t in threads:
         t.start()
+    if meanwhile is not None:
+        meanwhile()
     for t in threads:                     # a request may start just before the deadline; connects too
         t.join(timeout=max(0.1, deadline + 2 * timeout + THINK_S[1] + 10 - time.monotonic()))
     return out, time.monotonic() - started, [t.name for t in threads if t.is_alive()]
@@ -395,6 +464,74 @@ def alive(url: str, timeout: float) -> bool:
         return False
 
 
+# ---------------------------------------------------------------------------- real browsers ----
+
+NOT_FILES = ("/queue/", "/heartbeat", "/upload", "/stream/", "/run/", "/call/")   # a page's requests that are not files
+
+
+def sample_in_browser(browser, url: str) -> dict:
+    """A real Chromium page, fresh profile: open the Sample tab, load the model, move the temperature slider
+    and generate 64 tokens in the browser → {backend, ready_s, slider_ms, tokens_per_s, queue_requests while
+    sampling, page_mb, page: what it sent until its tab was drawn (open_page replays it)}."""
+    from benchmarks.browser import GENERATE, SLIDER
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    files, sizes, events = {}, [], []
+
+    def fetched(r):                                   # blob: and data: urls never reach the server
+        if r.method == "GET" and r.url.startswith("http") and not any(part in r.url for part in NOT_FILES):
+            files[r.url] = None
+            sizes.append(r.sizes()["responseBodySize"])
+
+    def sent(r):                                      # the events the page sends as it opens
+        if "/queue/join" in r.url:
+            events.append((r.url, json.loads(r.post_data)))
+    context.on("requestfinished", fetched)
+    context.on("request", sent)
+    page = context.new_page()
+    try:
+        page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded", timeout=180_000)
+        page.wait_for_function("window.toyviz !== undefined", timeout=180_000)
+        backend = page.evaluate("window.toyviz.ready")
+        figures = {"backend": backend, "ready_s": round(page.evaluate("window.toyviz.readyAt") / 1000, 2)}
+        if backend != "browser":
+            return {**figures, "reason": page.evaluate("window.toyviz.reason")}
+        page.wait_for_function("window.toyviz.shownAt !== undefined", timeout=180_000)
+        page.locator("#bars-plot .gtitle").first.wait_for(timeout=180_000)      # the server's own plot: tab drawn
+        page.wait_for_timeout(500)
+        context.remove_listener("requestfinished", fetched)
+        context.remove_listener("request", sent)
+        queue = []
+        page.on("request", lambda r: queue.append(r.url) if "/queue/" in r.url or "/run/" in r.url else None)
+        slider = sorted(page.evaluate(SLIDER, 0.5 + i / 10) for i in range(10))
+        run = page.evaluate(GENERATE, [NEW_TOKENS, 0])
+        stream = events[0][0].split("/queue/join")[0] + "/queue/data" if events else None
+        return {**figures, "slider_ms": round(slider[len(slider) // 2], 1),
+                "tokens_per_s": round(len(run["tokens"]) / run["seconds"], 1), "queue_requests": len(queue),
+                "page_mb": round(sum(sizes) / 1e6, 2),
+                "page": {"files": list(files), "events": events, "stream": stream}}
+    finally:
+        context.close()
+
+
+def browsers_during_class(url: str, pages: int, seconds: float) -> tuple[list, callable]:
+    """→ (their figures, filled in as they run; meanwhile(): from a third into the class, `pages` real
+    Chromium pages one after another, each a student arriving late)."""
+    results = []
+
+    def meanwhile():
+        from playwright.sync_api import sync_playwright
+        from benchmarks import stream
+        time.sleep(seconds / 3)
+        with sync_playwright() as p:
+            browser = stream.launch(p)
+            for _ in range(pages):
+                figures = sample_in_browser(browser, url)
+                figures.pop("page", None)
+                results.append(figures)
+            browser.close()
+    return results, meanwhile
+
+
 # ---------------------------------------------------------------------------- the figures ------
 
 def percentile(values, q: float):
@@ -410,7 +547,7 @@ def spread(values) -> dict:
 
 def summarise(out: Class, elapsed: float, stuck: list) -> dict:
     records = out.records
-    sent = [r for r in records if r.action != "connect"]
+    sent = [r for r in records if r.action not in ("connect", "page") and r.outcome != "in browser"]
     errors = [r for r in records if r.outcome == "error"]
     timeouts = [r for r in records if r.outcome == "timeout"]
     ok = [r for r in sent if r.outcome == "ok"]
@@ -432,18 +569,34 @@ def summarise(out: Class, elapsed: float, stuck: list) -> dict:
             "elapsed_s": round(elapsed, 1)}
 
 
-def targets(figures: dict) -> dict:
+def targets(figures: dict, in_browser: bool = False) -> dict:
+    """in_browser: the students generate in their browsers, so no first token comes from the server."""
     value = {"errors": figures["errors"], "client_timeouts": figures["client_timeouts"],
              "tab_p95_s": figures["actions"]["tab"]["p95_s"], "first_token_p95_s": figures["first_token_p95_s"],
              "rss_growth_mb": figures.get("rss_growth_mb")}
     return {k: {"value": value[k], "target": ("= " if k in ("errors", "client_timeouts") else "≤ ") + str(t),
-                "met": value[k] is not None and value[k] <= t} for k, t in TARGETS.items()}
+                "met": value[k] is not None and value[k] <= t}
+            for k, t in TARGETS.items() if not (in_browser and k == "first_token_p95_s")}
 
 
-def measure(server: Server, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0) -> dict:
-    """A class of `students` on a running server for `seconds`: every figure in the docstring."""
+def measure(server: Server, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0,
+            pages: int | None = None) -> dict:
+    """A class of `students` on a running server for `seconds`: every figure in the docstring. pages: None,
+    or the students sample in their browsers (--browser) and this many real Chromium pages join them."""
     start_memory, start_map, out = server.memory_mb(), server.memory_map_mb(), Class()
     warm_up(server.url, timeout, seed, out)
+    in_browser, page, meanwhile = pages is not None, None, None
+    if in_browser:                                      # what a first visit fetches, from a real Chromium
+        from playwright.sync_api import sync_playwright
+        from benchmarks import stream
+        with sync_playwright() as p:
+            browser = stream.launch(p)
+            first_visit = sample_in_browser(browser, server.url)
+            browser.close()
+        if first_visit["backend"] != "browser":
+            raise SystemExit(f"the page runs the model on the server: {first_visit.get('reason')}")
+        page = first_visit.pop("page")
+        browser_pages, meanwhile = browsers_during_class(server.url, pages, seconds)
     warm_memory, timeline, done = server.memory_mb(), [], threading.Event()
 
     def sample():                                       # does memory level off or keep growing?
@@ -452,15 +605,28 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out, elapsed, stuck = run_class(server.url, students, seconds, timeout, seed, out)
+    cpu_start = server.cpu_s()
+    out, elapsed, stuck = run_class(server.url, students, seconds, timeout, seed, out, page, meanwhile)
+    cpu = server.cpu_s() - cpu_start if cpu_start is not None else None
     done.set()
     sampler.join(timeout=5)
     after_memory = server.memory_mb()
     time.sleep(SETTLE_S)                                # what the class left behind, not what it was using
     end_memory, end_map = server.memory_mb(), server.memory_map_mb()   # before the burst's extra clients
-    burst(server.url, students, timeout, seed, out)
+    if not in_browser:                                  # in the browser, "now all of you" reaches no server
+        burst(server.url, students, timeout, seed, out)
     figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
-               **summarise(out, elapsed, stuck)}
+               "mode": "browser" if in_browser else "server", **summarise(out, elapsed, stuck),
+               "server_cpu_s": None if cpu is None else round(cpu, 1),
+               "server_cpu_cores": None if cpu is None else round(cpu / elapsed, 2)}
+    if in_browser:
+        loads = [r for r in out.records if r.action == "page"]
+        figures.update({"page_files": len(page["files"]), "page_mb": first_visit["page_mb"],
+                        "page_events": len(page["events"]),
+                        "page_load": spread([r.seconds for r in loads if r.outcome == "ok"]),
+                        "page_load_errors": sum(r.outcome != "ok" for r in loads),
+                        "in_browser_actions": sum(r.outcome == "in browser" for r in out.records),
+                        "first_visit_alone": first_visit, "browser_pages": browser_pages})
     r = lambda x: None if x is None else round(x, 1)
     figures.update({"rss_start_mb": r(start_memory.get("rss")), "rss_warm_mb": r(warm_memory.get("rss")),
                     "rss_just_after_mb": r(after_memory.get("rss")), "rss_end_mb": r(end_memory.get("rss")),
@@ -472,7 +638,7 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
                     "rss_by_mapping_start_mb": start_map, "rss_by_mapping_end_mb": end_map})
     figures["alive_after"] = alive(server.url, timeout)
     figures.update(server_errors(server.log()))
-    figures["targets"] = targets(figures)
+    figures["targets"] = targets(figures, in_browser)
     return figures
 
 
@@ -485,11 +651,14 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--log", default=None, help="keep the server's log in this file")
+    parser.add_argument("--browser", action="store_true", help="the students sample in their browsers")
+    parser.add_argument("--pages", type=int, default=1, help="with --browser: real Chromium pages in the class")
     args = parser.parse_args(argv)
     students = args.students or (8 if args.quick else 30)
     minutes = args.minutes or (0.5 if args.quick else 2.0)
     with Server(args.device, log=args.log) as server:
-        figures = measure(server, students, minutes * 60, args.timeout, args.seed)
+        figures = measure(server, students, minutes * 60, args.timeout, args.seed,
+                          args.pages if args.browser else None)
     print(json.dumps({**figures, "quick": args.quick}, ensure_ascii=False))
 
 

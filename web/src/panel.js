@@ -69,7 +69,7 @@ export class Panel {
     this.head.addEventListener("change", () => this.drawHeatmap());
     this.prompt.addEventListener("input", () => this.schedule());
     this.go.addEventListener("click", () => this.generate());
-    this.stop.addEventListener("click", () => { this.stopped = true; });
+    this.stop.addEventListener("click", () => { this.stopped = true; this.stopNow?.({ done: true }); });
     return this.read();
   }
 
@@ -137,10 +137,14 @@ export class Panel {
     this.output.replaceChildren(this.prompt.value, generated);
     const started = performance.now();
     let made = 0;
+    const steps = this.model.logitsFor(seq);
+    // Stop ends the loop at once: a step still under way in the model's worker finishes unseen
+    const stop = new Promise((resolve) => { this.stopNow = resolve; });
     try {
-      for await (const logits of this.model.logitsFor(seq)) {
-        if (this.stopped || made >= Number(this.tokens.value)) break;
-        this.logits = logits;
+      for (;;) {
+        const step = await Promise.race([steps.next(), stop]);
+        if (step.done || this.stopped || made >= Number(this.tokens.value)) break;
+        const logits = (this.logits = step.value);
         const probs = nextTokenProbs(logits, ...this.settings());
         const id = draw(probs, uniform);
         seq.push(id); made++;
@@ -152,6 +156,7 @@ export class Panel {
       this.say(`Generation failed in the browser: ${error.message}`);
       throw error;
     } finally {
+      steps.return();                 // not awaited: it waits for a step under way
       this.running = false; this.go.disabled = false; this.stop.disabled = true;
     }
     const seconds = (performance.now() - started) / 1000;
