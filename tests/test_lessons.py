@@ -173,6 +173,14 @@ def test_every_shipped_question_is_answered_by_the_model_among_its_choices(path,
             assert got.choice is not None, f"{step.title}: the model says {got.value!r}, no choice matches"
 
 
+def test_the_picker_lists_the_shipped_lessons_and_the_lecturers_own(tmp_path, monkeypatch):
+    (tmp_path / "mine.md").write_text(HEAD + "## S\n", encoding="utf-8")
+    (tmp_path / "broken.md").write_text("no front matter\n", encoding="utf-8")
+    monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
+    assert lessons.catalogue() == [("Attention from the ground up", "attention-from-the-ground-up"),
+                                   ("Sampling", "sampling"), ("broken.md", "broken"), ("A test lesson", "mine")]
+
+
 def test_two_lessons_are_shipped_as_package_data():
     assert [p.name for p in lessons.shipped()] == ["attention-from-the-ground-up.md", "sampling.md"]
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
@@ -188,14 +196,15 @@ PRESENTED = HEAD + ("## Tokens\ntab: tokens\nprompt: In the beginning\n\nThe *te
 
 
 @pytest.fixture
-def presenting(tmp_path, tiny_gpt):
-    """A Presenter over a store in tmp_path and a lesson file there, the tiny GPT answering."""
+def presenting(tmp_path, tiny_gpt, monkeypatch):
+    """A Presenter over a store in tmp_path and the lecturer's own lesson there ($TOYVIZ_LESSONS), the tiny GPT
+    answering → (presenter, the lesson's name)."""
     from toyviz.app.presenter import Presenter
     from toyviz.classroom.store import Lectures
-    path = tmp_path / "three-steps.md"
-    path.write_text(PRESENTED, encoding="utf-8")
+    (tmp_path / "three-steps.md").write_text(PRESENTED, encoding="utf-8")
+    monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
     explorer = Explorer(tiny_gpt, None)
-    return Presenter(explorer, Lectures(tmp_path / "lectures.sqlite3", models=explorer)), str(path)
+    return Presenter(explorer, Lectures(tmp_path / "lectures.sqlite3", models=explorer)), "three-steps"
 
 
 def test_a_lesson_link_starts_a_lecture_whose_steps_are_deep_links(presenting):
@@ -250,7 +259,10 @@ def test_a_presenter_link_reopens_the_lecture_after_a_restart(presenting, tmp_pa
 
 
 @pytest.mark.parametrize("query, stored, says", [
-    ({"lesson": "no-such-lesson"}, "", "no lesson 'no-such-lesson': the shipped ones are attention-from"),
+    ({"lesson": "no-such-lesson"}, "", "no lesson 'no-such-lesson': the lessons here are attention-from-the-ground-up, "
+                                       "sampling, three-steps"),
+    ({"lesson": "/etc/passwd"}, "", "no lesson '/etc/passwd'"),          # a name, never a path to read
+    ({"lesson": "../lessons/sampling"}, "", "no lesson"),
     ({"present": "guessed"}, "", "presenter link is unknown"),
     ({"lecture": "ABCDEF"}, "", "does not hold the presenter's key of lecture ABCDEF"),
     ({"lecture": "ABCDEF"}, "guessed", "does not hold the presenter's key"),

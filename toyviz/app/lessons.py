@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -269,9 +270,24 @@ def shipped() -> list[Path]:
     return sorted(SHIPPED.glob("*.md"))
 
 
+def available() -> dict[str, Path]:
+    """The lessons a page may open by name (?lesson=NAME, the Lessons picker): the shipped ones, and the lecturer's
+    own *.md in the folder $TOYVIZ_LESSONS names (same name: the lecturer's). Only these: a name from a visitor's
+    link is never a path, so no file elsewhere on the server is read (and quoted in an error message)."""
+    folder = os.environ.get("TOYVIZ_LESSONS")
+    own = sorted(Path(folder).expanduser().glob("*.md")) if folder else []
+    return {path.stem: path for path in shipped() + own}
+
+
 def catalogue() -> list[tuple[str, str]]:
-    """(title, name) of each shipped lesson: the app's Lessons picker; a name opens as ?lesson=NAME."""
-    return [(load(path).title, path.stem) for path in shipped()]
+    """(title, name) of each available lesson, for the app's Lessons picker (one that does not parse is named
+    by its file, and says what is wrong when opened)."""
+    def title(path: Path) -> str:
+        try:
+            return load(path).title
+        except (OSError, LessonError):
+            return path.name
+    return [(title(path), name) for name, path in available().items()]
 
 
 # ---------------------------------------------------------------- the answers ----------

@@ -122,12 +122,15 @@ class Presenter:
         return self.given
 
     def start(self, name: str) -> Shown:
-        """A new lecture of a shipped lesson ("sampling") or a lesson file, checked against the loaded model."""
-        if not lesson_path(name).is_file():
-            raise lessons.LessonError(name, 0, f"no lesson {name!r}: the shipped ones are "
-                                               f"{', '.join(p.stem for p in lessons.shipped())}")
-        lesson = lessons.check(lesson_of(name), self.explorer)
-        code, secret = self.lectures.start(name, len(lesson.steps))
+        """A new lecture of an available lesson (lessons.available: "sampling", or one of the lecturer's own),
+        checked against the loaded model."""
+        found = lessons.available()
+        if name not in found:
+            raise ValueError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
+        # the store names a shipped lesson by its name, any other by its file
+        kept = name if lesson_path(name) == found[name] else str(found[name])
+        lesson = lessons.check(lesson_of(kept), self.explorer)
+        code, secret = self.lectures.start(kept, len(lesson.steps))
         return self.shown(secret)
 
     def shown(self, secret: str) -> Shown:
