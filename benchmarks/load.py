@@ -2,7 +2,7 @@
 (a benchmark: nothing here asserts; tests/test_load.py runs a shorter class and asserts on it).
 
     python -m benchmarks.load [--students 30] [--minutes 2] [--quick] [--timeout 60] [--log FILE]
-    python -m benchmarks.load --browser [--students 100] [--pages 1] ...
+    python -m benchmarks.load --browser [--cached] [--pages 1] [--students 30] ...
 
 The app runs as its own process, exactly as `python app.py --device cpu` serves it (its queue and
 concurrency limits), on 127.0.0.1. Each student is a thread with its own gradio_client Client that,
@@ -42,18 +42,21 @@ The students' threads share this process, so on a small machine they take CPU fr
   server_cpu_cores: the same over the class's wall time (2.0: both cores of a 2-core machine, all along)
 --quick: 8 students for 0.5 minutes (unless --students/--minutes say otherwise).
 
---browser: the students sample in their browsers (issue 31). What reaches the server from each is the
-page and its static files once (a first visit, the model's files included; the browser keeps them),
-the page drawing its tab (one tab request), then the server-side actions at the mix's rate: tab 60 %
-and translate 15 %; the generate 25 % (sampling, sliders, the live panel) runs in the browser and sends
-nothing (counted in in_browser_actions), and so does the closing burst. Simulated, since 100 Chromiums
-do not fit in 2 cores: each student GETs the files a real Chromium page fetched on its first visit
-(recorded before the class: page_files, page_mb; the page's own queue requests excluded) over one
-keep-alive connection, and sends its server actions through gradio_client as in the default mode.
-Real: --pages Chromium pages (default 1) open the app in the middle of the class, load the model,
-generate 64 tokens and move the temperature slider in the browser: browser_pages, each {backend,
-ready_s, tokens_per_s, queue_requests while sampling}. page_load: p50_s/p95_s of a student's page
-and files, page_load_errors.
+--browser: the students sample in their browsers (issue 31). What reaches the server from each: a first
+visit (the page, its static files and the model's, once: the browser keeps them; then the events the
+page sends as it opens), then the server-side actions at the mix's rate: tab 60 % and translate 15 %;
+the generate 25 % (sampling, sliders, the live panel) runs in the browser and sends nothing (counted in
+in_browser_actions), and so does the closing burst. Simulated, since 100 Chromiums do not fit in 2
+cores: a real Chromium page's first visit is recorded before the class (page_files, page_mb: the GETs,
+page_events: its queue joins) and each student replays it (the GETs one after another on one keep-alive
+connection, every byte read; the joins in a fresh session, waited for until the queue says each
+completed: page_load p50_s/p95_s, page_load_errors), then sends its server actions through gradio_client
+as in the default mode. Real: --pages Chromium pages (default 1) open the app a third into the class,
+load the model, move the temperature slider and generate 64 tokens in the browser: browser_pages, each
+{backend, ready_s, slider_ms, tokens_per_s, queue_requests while sampling}; first_visit_alone: the
+recorded page's, before the class.
+--cached (with --browser): the students' browsers already hold the model (a visit before the class):
+their replay leaves out the graphs, the wasm and the weights, which the page reads from its Cache API.
 """
 from __future__ import annotations
 
@@ -467,6 +470,7 @@ def alive(url: str, timeout: float) -> bool:
 # ---------------------------------------------------------------------------- real browsers ----
 
 NOT_FILES = ("/queue/", "/heartbeat", "/upload", "/stream/", "/run/", "/call/")   # a page's requests that are not files
+MODEL_FILES = (".onnx", "model.safetensors", ".wasm.gz")   # what the page keeps in its Cache API after a first visit
 
 
 def sample_in_browser(browser, url: str) -> dict:
@@ -580,9 +584,10 @@ def targets(figures: dict, in_browser: bool = False) -> dict:
 
 
 def measure(server: Server, students: int, seconds: float, timeout: float = TIMEOUT_S, seed: int = 0,
-            pages: int | None = None) -> dict:
+            pages: int | None = None, cached: bool = False) -> dict:
     """A class of `students` on a running server for `seconds`: every figure in the docstring. pages: None,
-    or the students sample in their browsers (--browser) and this many real Chromium pages join them."""
+    or the students sample in their browsers (--browser) and this many real Chromium pages join them;
+    cached: their browsers already hold the model's files (--cached)."""
     start_memory, start_map, out = server.memory_mb(), server.memory_map_mb(), Class()
     warm_up(server.url, timeout, seed, out)
     in_browser, page, meanwhile = pages is not None, None, None
@@ -596,6 +601,8 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
         if first_visit["backend"] != "browser":
             raise SystemExit(f"the page runs the model on the server: {first_visit.get('reason')}")
         page = first_visit.pop("page")
+        if cached:
+            page["files"] = [url for url in page["files"] if not url.endswith(MODEL_FILES)]
         browser_pages, meanwhile = browsers_during_class(server.url, pages, seconds)
     warm_memory, timeline, done = server.memory_mb(), [], threading.Event()
 
@@ -616,7 +623,7 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
     if not in_browser:                                  # in the browser, "now all of you" reaches no server
         burst(server.url, students, timeout, seed, out)
     figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
-               "mode": "browser" if in_browser else "server", **summarise(out, elapsed, stuck),
+               "mode": ("browser, model cached" if cached else "browser") if in_browser else "server", **summarise(out, elapsed, stuck),
                "server_cpu_s": None if cpu is None else round(cpu, 1),
                "server_cpu_cores": None if cpu is None else round(cpu / elapsed, 2)}
     if in_browser:
@@ -653,12 +660,13 @@ def main(argv=None):
     parser.add_argument("--log", default=None, help="keep the server's log in this file")
     parser.add_argument("--browser", action="store_true", help="the students sample in their browsers")
     parser.add_argument("--pages", type=int, default=1, help="with --browser: real Chromium pages in the class")
+    parser.add_argument("--cached", action="store_true", help="with --browser: the students' browsers hold the model")
     args = parser.parse_args(argv)
     students = args.students or (8 if args.quick else 30)
     minutes = args.minutes or (0.5 if args.quick else 2.0)
     with Server(args.device, log=args.log) as server:
         figures = measure(server, students, minutes * 60, args.timeout, args.seed,
-                          args.pages if args.browser else None)
+                          args.pages if args.browser else None, args.cached)
     print(json.dumps({**figures, "quick": args.quick}, ensure_ascii=False))
 
 

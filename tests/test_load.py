@@ -7,6 +7,10 @@ TOYVIZ_LOAD_SECONDS. Every request and connect waits at most TIMEOUT (180 s); th
 stuck, no traceback in the server's log, the app still answers afterwards. Printed, not asserted:
 the benchmark's figures (latency per action, time to first token, RSS) — the targets on speed and
 memory belong to `python -m benchmarks.load`, not to a test on a machine that may be busy.
+
+The browser mode's quick class (8 students, 30 s, one real Chromium page; `--browser --quick`):
+every student's first visit and server actions answered, none of their sampling sent to the server,
+and the real page ran the model in the browser and sampled without a queue request.
 """
 import json
 import os
@@ -15,7 +19,8 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imp
 
 import pytest
 
-from benchmarks import load
+from benchmarks import load, stream
+from toyviz.app import browser_model
 from toyviz.models.checkpoint import CHECKPOINTS
 
 STUDENTS = 20
@@ -50,3 +55,24 @@ def test_a_class_of_twenty_on_loopback(capsys):
     assert figures["server_tracebacks"] == 0, (figures["server_errors"], figures["server_error_frames"], log_tail)
     assert figures["requests"] > 0
     assert figures["alive_after"]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not stream.available(), reason="needs Debian's chromium and playwright")
+@pytest.mark.skipif(browser_model.missing() is not None, reason=str(browser_model.missing()))
+def test_a_class_sampling_in_the_browser(capsys):
+    students = 8
+    with load.Server("cpu") as server:
+        figures = load.measure(server, students, 30, TIMEOUT, pages=1)
+        log_tail = server.log_tail()
+    with capsys.disabled():
+        print("\nload --browser:", json.dumps(figures, ensure_ascii=False))
+    assert figures["errors"] == 0, figures["error_messages"]
+    assert figures["client_timeouts"] == 0, (figures["error_messages"], figures["stuck_students"])
+    assert figures["server_tracebacks"] == 0, (figures["server_errors"], log_tail)
+    assert figures["page_load"]["count"] == students and figures["page_events"] > 0
+    assert figures["page_files"] > 0 and figures["page_mb"] > 8     # the model's weights came with the page
+    assert figures["in_browser_actions"] > 0 and figures["actions"]["generate"]["count"] == 0
+    assert figures["actions"]["tab"]["count"] > 0
+    [page] = figures["browser_pages"]
+    assert page["backend"] == "browser" and page["queue_requests"] == 0 and page["tokens_per_s"] > 0
