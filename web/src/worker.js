@@ -1,7 +1,7 @@
 // The model's own thread (a dedicated Web Worker): reads the files, creates the ONNX Runtime sessions
-// and runs them here, so that neither loading nor a forward pass waits for the page's main thread,
-// which Gradio keeps busy while the page opens (its ~600 ms of scripts and rendering on a 2-core
-// laptop were in series with the model's loading when both shared it). remote.js is the page's side.
+// and runs them here, so that loading, a forward pass or a generation step never holds the page's main
+// thread, which Gradio needs as the page opens (its scripts and rendering) and the sliders need after.
+// remote.js is the page's side.
 import { Model } from "./model.js";
 
 let model = null, seq = null, generation = null;
@@ -11,7 +11,7 @@ const own = (a) => (a.byteLength === a.buffer.byteLength ? a : a.slice());
 
 const ops = {
   async load(config) {
-    const waited = performance.now();       // since the worker was created: fetching and parsing this script
+    const waited = performance.now();       // since the worker was created: its start and this script's parse
     model = await Model.load(config);
     model.loaded.ms = { worker: waited, ...model.loaded.ms };
     return model.loaded;
