@@ -12,6 +12,7 @@ events, the other actions, deep links, what the page is served with (`launch_opt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -67,7 +68,8 @@ def build(explorer: Explorer, lectures: Lectures | None = None) -> gr.Blocks:
         wire_tabs(ui, ui.registry)
         wire_actions(ui, explorer, bind, ui.registry)
         wire_links(ui)
-        wire_lessons(ui, demo, Presenter(explorer, lectures))
+        ui.presenter = Presenter(explorer, lectures)
+        wire_lessons(ui, demo, ui.presenter)
     demo.ui = ui
     return demo
 
@@ -290,22 +292,20 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
 
 # ---------------------------------------------------------------- start-up -----------------
 
-def launch_options() -> dict:
+def launch_options(lectures: Lectures | None = None) -> dict:
     """What `demo.launch` serves with the page besides its components: its style sheet (a <head> the
     page needs, and the folders it serves as static files, belong here too). show_error: a value the API
     cannot even parse (text for a slider) gets its message, not a generic one. max_file_size: the page takes
-    no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files)."""
-    return dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head())
-
-
-def serve(demo: gr.Blocks, lectures: Lectures, **options):
-    """Launch the page without blocking (host and port from GRADIO_SERVER_NAME / _PORT, which Spaces sets, unless
-    `options` say), then add the phones' routes to the app Gradio built (toyviz.classroom.routes) → launch's
-    (app, local url, share url)."""
-    demo.queue(default_concurrency_limit=4, max_size=64)
-    launched = demo.launch(**{**launch_options(), **options, "prevent_thread_lock": True})
-    routes.attach(demo.app, lectures)
-    return launched
+    no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files). Given
+    `lectures`, the phones' routes (toyviz.classroom.routes) join the app Gradio builds, as it starts."""
+    options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head())
+    if lectures is not None:
+        @contextlib.asynccontextmanager
+        async def with_phones(fastapi_app):
+            routes.attach(fastapi_app, lectures)
+            yield
+        options["app_kwargs"] = {"lifespan": with_phones}
+    return options
 
 
 def main(argv=None):
@@ -323,14 +323,14 @@ def main(argv=None):
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")
-    lectures = Lectures(models=explorer)        # lessons' state, on disk: $TOYVIZ_LECTURES or ~/.cache/toyviz
-    demo = build(explorer, lectures)
+    demo = build(explorer)
+    lectures = demo.ui.presenter.lectures       # lessons' state, on disk: $TOYVIZ_LECTURES or ~/.cache/toyviz
     seconds = draw_every_tab(explorer, {name: getattr(demo.ui, name).value for tab in TABS.values()
                                         for name in tab.inputs})
     print(f"toyviz: every tab drawn once in {seconds:.1f} s")
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
-    serve(demo, lectures)
-    demo.block_thread()
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    demo.launch(**launch_options(lectures))     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 
 
 if __name__ == "__main__":

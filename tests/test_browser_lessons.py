@@ -6,7 +6,7 @@ change, votes, and the presenter's Reveal shows the vote; a student's request to
 the server (a new build over the same lectures file, on the same port) keeps the step and the votes.
 
 Reuses tests/test_browser.py's browser and helpers (skipped as it is) with a server of its own: its lectures
-live in a temporary file and the phones' routes are attached as app.py's `serve` attaches them. Screenshots land
+live in a temporary file and the phones' routes are attached as app.py's `launch_options` attaches them. Screenshots land
 in screenshots/lesson-*.png.
 """
 import json
@@ -72,8 +72,9 @@ class Server:
         import app
         self.lectures = Lectures(self.path, models=self.explorer)
         self.demo = app.build(self.explorer, self.lectures)
-        _, self.url, _ = app.serve(self.demo, self.lectures, server_name="127.0.0.1", server_port=self.port,
-                                   quiet=True)
+        self.demo.queue(default_concurrency_limit=4, max_size=64)
+        _, self.url, _ = self.demo.launch(**app.launch_options(self.lectures), server_name="127.0.0.1",
+                                          server_port=self.port, prevent_thread_lock=True, quiet=True)
         return self
 
     def restart(self):
