@@ -299,6 +299,7 @@ def test_another_laptop_takes_over_with_the_presenter_link(server, browser):
     first.keyboard.press("ArrowRight")
     expect()(counter(first)).to_have_text("2 / 8", timeout=WAIT)
     first.locator("#lesson-copy").click()
+    expect()(first.locator("#lesson-copy")).to_contain_text("Copied")
     first.wait_for_function("async () => (await navigator.clipboard.readText()).includes('present=')")
     link = first.evaluate("() => navigator.clipboard.readText()")
     assert link == f"{server.url}?present={secret}" and secret not in first.content()

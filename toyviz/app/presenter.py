@@ -40,19 +40,16 @@ KEEP_SECRET = f"""(info) => {{
     if (query.get('lecture') !== info.code || query.has('present') || query.has('lesson'))
         history.replaceState(null, '', location.pathname + '?lecture=' + info.code);
 }}"""
-# Prev / Next: a step whose question will be open is covered before it is drawn (its figures come with the step)
-def moving(way: str) -> str:
-    return (f"(...values) => {{ if (window.toyvizLesson && window.toyvizLesson.{way}) "
-            "document.body.classList.add('lesson-hides'); return values; }")
-
-
-# "Copy presenter link": to the clipboard, never onto the screen; outside a secure context (a hall's laptop on
-# http://192.168…) the clipboard API is missing, and a hidden text area's copy command still works
+# "Copy presenter link": to the clipboard, never onto the screen (the button says it was copied); outside a secure
+# context (a hall's laptop on http://192.168…) the clipboard API is missing, and a hidden text area's copy works
 COPY_PRESENTER_LINK = f"""() => {{
     const code = new URLSearchParams(location.search).get('lecture');
     const secret = code && localStorage.getItem('{STORED}' + code);
     if (!secret) return;
     const link = location.origin + location.pathname + '?present=' + encodeURIComponent(secret);
+    const button = document.getElementById('lesson-copy'), label = button.textContent;
+    button.textContent = 'Copied: keep it private';
+    setTimeout(() => {{ button.textContent = label; }}, 2500);
     if (navigator.clipboard && window.isSecureContext) {{ navigator.clipboard.writeText(link).catch(() => {{}}); return; }}
     const box = Object.assign(document.createElement('textarea'), {{value: link}});
     box.style.cssText = 'position:fixed;opacity:0;pointer-events:none';
@@ -130,7 +127,7 @@ class Presenter:
         # the store names a shipped lesson by its name, any other by its file
         kept = name if lesson_path(name) == found[name] else str(found[name])
         lesson = lessons.check(lesson_of(kept), self.explorer)
-        code, secret = self.lectures.start(kept, len(lesson.steps))
+        _, secret = self.lectures.start(kept, len(lesson.steps))
         return self.shown(secret)
 
     def shown(self, secret: str) -> Shown:
@@ -164,6 +161,13 @@ class Presenter:
     def reveal(self, secret: str) -> Shown:
         self.lectures.reveal(secret)
         return self.shown(secret)
+
+
+def moving(way: str) -> str:
+    """Prev / Next's page script: a step whose question will be open ("prev", "next": `client`) is covered before
+    it is drawn, since its figures come with the step."""
+    return (f"(...values) => {{ if (window.toyvizLesson && window.toyvizLesson.{way}) "
+            "document.body.classList.add('lesson-hides'); return values; }")
 
 
 def view(shown: Shown, upper: dict) -> dict:
