@@ -49,3 +49,14 @@ def test_stream_decoder_holds_back_half_characters(gpt_tokenizer):
     pieces = [decode(t) for t in ids]
     assert "".join(pieces) == "é🤖!"
     assert all("\ufffd" not in p for p in pieces)
+
+
+def test_a_tokenizer_retrained_into_the_same_folder_loads_as_the_new_one(gpt_tokenizer, tmp_path):
+    """tiktoken's own loader caches a file by its path, so the shipped translator's new English BPE came back
+    as the old one's ranks; loading must read what the file holds now."""
+    gpt_tokenizer.save(tmp_path, "tok")
+    Tokenizer.load(tmp_path, "tok")
+    fewer = Tokenizer("fewer", {b: r for b, r in gpt_tokenizer.ranks.items() if r < 300}, ["<|endoftext|>"],
+                      gpt_tokenizer.pattern)
+    fewer.save(tmp_path, "tok")
+    assert Tokenizer.load(tmp_path, "tok").ranks == fewer.ranks

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Iterable
 
 import tiktoken
-from tiktoken.load import load_tiktoken_bpe
 
 # GPT-4-style pre-tokenisation, with digits split in pairs so numbers don't eat the vocabulary
 SPLIT_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
@@ -72,8 +71,15 @@ class Tokenizer:
     def load(cls, folder: Path, stem: str = "tokenizer") -> "Tokenizer":
         folder = Path(folder)
         meta = json.loads((folder / f"{stem}.json").read_text())
-        ranks = load_tiktoken_bpe(str(folder / f"{stem}.tiktoken"))
-        return cls(meta["name"], ranks, meta["special_tokens"], meta["pattern"])
+        return cls(meta["name"], read_ranks(folder / f"{stem}.tiktoken"), meta["special_tokens"], meta["pattern"])
+
+
+def read_ranks(path: Path) -> dict[bytes, int]:
+    """A .tiktoken file's `base64(bytes) rank` lines. Read here, not with tiktoken's load_tiktoken_bpe: that
+    keeps a copy of every file it reads in a temp-folder cache keyed by the path alone, so a tokenizer
+    retrained into the same folder came back as the old one (and the copies piled up under /tmp)."""
+    return {base64.b64decode(token): int(rank)
+            for token, rank in (line.split() for line in Path(path).read_bytes().splitlines() if line)}
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int, specials: list[str], name: str) -> Tokenizer:
