@@ -325,7 +325,7 @@ def main(argv=None):
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")
     demo = build(explorer)
-    lectures = demo.ui.presenter.lectures       # lessons' state, on disk: $TOYVIZ_LECTURES or ~/.cache/toyviz
+    lectures = demo.ui.presenter.lectures       # lessons' state, on disk (toyviz.classroom.store: where)
     seconds = draw_every_tab(explorer, {name: getattr(demo.ui, name).value for tab in TABS.values()
                                         for name in tab.inputs})
     print(f"toyviz: every tab drawn once in {seconds:.1f} s")

@@ -17,7 +17,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from toyviz.models import names
 from toyviz.models.config import GPTConfig
 from toyviz.models.hooks import Record, ablation, at, chain, steering
-from toyviz.models.layers import Block, KVCache, rope_angles, rotation, sinusoidal_encoding
+from toyviz.models.layers import Block, KVCache, dropped, rope_angles, rotation, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
 from toyviz.models.trace import PerHead, Pieces, Recorded, Trace, numbered
 
@@ -95,7 +95,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         pos = self.positional(positions)
         if pos is not None:
             x = x + pos
-        return at(hooks, names.EMBED, self.drop(x) if self.training else x), self.rope(positions)
+        return at(hooks, names.EMBED, dropped(self.drop, x)), self.rope(positions)
 
     def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         """RoPE's (cos, sin) at positions (T,) or (B, T), as toyviz.models.layers.rotation gives them, or

@@ -68,6 +68,12 @@ def apply_rope(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torc
     return x * cos + swapped * sin
 
 
+def dropped(drop: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
+    """x through `drop` in training; outside it x as is, the module not even called (a module call costs ~2 µs,
+    and a generated token passes 13 of them)."""
+    return drop(x) if drop.training else x
+
+
 class KVCache:
     """Keys and values of the positions already processed, one entry per attention layer.
 
@@ -196,8 +202,7 @@ class FeedForward(nn.Module):
         return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
 
     def forward(self, x, hooks=None, name: str = "mlp"):  # (B, T, C) -> (B, T, C)
-        y = self.down(at(hooks, f"{name}.hidden", self.hidden(x)))
-        return self.drop(y) if self.training else y
+        return dropped(self.drop, self.down(at(hooks, f"{name}.hidden", self.hidden(x))))
 
 
 class Block(nn.Module):
@@ -240,8 +245,7 @@ class Block(nn.Module):
     def _sublayer(self, x, fn, norm, write_name, norm_name, hooks):
         """Pre-norm x + f(norm(x)); post-norm norm(x + f(x)). The write and the norm are hook points."""
         normed = lambda t: at(hooks, norm_name, norm(at(hooks, names.norm_input(norm_name), t)))
-        # dropout acts only in training: not calling it otherwise saves a module call (~2 µs, 13 a generated token)
-        write = lambda t: at(hooks, write_name, self.drop(t) if self.training else t)
+        write = lambda t: at(hooks, write_name, dropped(self.drop, t))
         if self.pre_norm:
             return x + write(fn(normed(x)))
         return normed(x + write(fn(x)))

@@ -81,11 +81,12 @@ class PerHead:
     or one kind, and assembling them all at once cost about a sixth of a traced forward (benchmarks.core),
     so it waits for a reader, as TransformerLens's cache stacks on demand."""
 
-    KINDS = ("q", "k", "v", "scores", "heads", "writes")
+    RECORDED = ("q", "k", "v", "scores", "heads")       # as the model computed them, per layer
+    KINDS = RECORDED + ("writes",)                        # writes: each head's output through its slice of W_O
 
     def __init__(self, seen: Recorded, layers):
         self.n_layer = len(layers)
-        self.per_layer = {kind: [seen[names.part(names.attn(i), kind)] for i in layers] for kind in self.KINDS[:-1]}
+        self.per_layer = {kind: [seen[names.part(names.attn(i), kind)] for i in layers] for kind in self.RECORDED}
         self.w_o = [w_o_of_heads(seen.blocks[i].attn) for i in layers]
         self.stacked, self.lock = {}, threading.Lock()       # one stacking a kind, many threads reading
 

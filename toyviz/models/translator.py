@@ -16,7 +16,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from toyviz.models import names
 from toyviz.models.config import TranslatorConfig
 from toyviz.models.hooks import Record, at, scope
-from toyviz.models.layers import Block, KVCache, sinusoidal_encoding
+from toyviz.models.layers import Block, KVCache, dropped, sinusoidal_encoding
 from toyviz.models.trace import Pieces, Recorded, TranslatorTrace, numbered
 
 
@@ -61,8 +61,7 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         if end > self.config.context:
             raise ValueError(f"{end} tokens exceed the translator's context of {self.config.context}")
         tokens = at(hooks, names.TOKENS, table(ids) * math.sqrt(self.config.d_model))
-        x = tokens + self.pe[offset:end]
-        return at(hooks, names.EMBED, self.drop(x) if self.training else x)
+        return at(hooks, names.EMBED, dropped(self.drop, tokens + self.pe[offset:end]))
 
     def encode(self, src, src_keep, hooks=None):
         """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding. Hook points are named with

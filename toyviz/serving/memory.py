@@ -16,23 +16,18 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
 import torch
 
 MB = 2 ** 20
 
 
 def nbytes(value, depth: int = 4) -> int:
-    """Bytes of the tensors and arrays in value, looking `depth` levels into dataclasses, objects,
+    """Bytes of the tensors and arrays in value (or what an object's `nbytes` says, as a trace's PerHead does), looking `depth` levels into dataclasses, objects,
     dicts, lists and tuples (what traces, translations and answers are made of); other leaves count 0."""
-    if isinstance(value, torch.Tensor):
-        return value.nelement() * value.element_size()
-    if isinstance(value, np.ndarray):
+    if isinstance(getattr(value, "nbytes", None), int):      # tensors, arrays, and objects that say their size
         return value.nbytes
     if depth == 0 or isinstance(value, (str, bytes, int, float, bool, type(None))):
         return 0
-    if isinstance(getattr(value, "nbytes", None), int):      # an object that says its size, as arrays do
-        return value.nbytes
     if isinstance(value, dict):
         return sum(nbytes(v, depth - 1) for v in value.values())
     if isinstance(value, (list, tuple)):
