@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -32,13 +33,13 @@ def checkpoint_hashes() -> dict[str, str]:
 
 
 def flatten(obj, prefix: str = "") -> dict:
-    """Every tensor, number and string in nested dataclasses, dicts, lists and tuples → {path: value}."""
+    """Every tensor, number and string in nested dataclasses, mappings, lists and tuples → {path: value}."""
     if isinstance(obj, PerHead):                   # a trace's per-head tensors, under their old field names
         return flatten({"scores": obj["scores"], "q": obj["q"], "k": obj["k"], "v": obj["v"],
                         "head_out": obj["heads"], "head_writes": obj["writes"]}, prefix[: -len("per_head.")])
     if dataclasses.is_dataclass(obj):
         obj = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):                   # dicts, and a trace's NormStats
         return {k: v for key, value in obj.items() for k, v in flatten(value, f"{prefix}{key}.").items()}
     if isinstance(obj, (list, tuple)) and not all(isinstance(x, (int, float, str)) for x in obj):
         return {k: v for i, value in enumerate(obj) for k, v in flatten(value, f"{prefix}{i}.").items()}

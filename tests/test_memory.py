@@ -104,6 +104,29 @@ def test_freed_memory_in_the_middle_of_the_heap_goes_back():
     del blocks
 
 
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_a_freed_heap_top_waits_for_the_keeper():
+    """The next forward pass reuses the pages a pass freed at the heap's top instead of faulting them in
+    again (TRIM_FROM); the keeper's return_freed_memory hands them back. With glibc's 128 kB default
+    the first measurement below falls at once."""
+    settle_allocator()
+    return_freed_memory()
+    blocks = [bytearray(100_000) for _ in range(300)]        # 30 MB below MMAP_FROM: the heap's top
+    full = resident_mb()
+    del blocks
+    kept = resident_mb()
+    assert return_freed_memory() is True
+    assert kept > full - 10 and resident_mb() < full - 20, dict(full=full, kept=kept, now=resident_mb())
+
+
+def test_a_traces_size_counts_its_norm_statistics_before_they_are_read(tiny_gpt):
+    trace = tiny_gpt.trace("To be, or not to be")
+    before = nbytes(trace)
+    for stats in trace.layernorms.values():
+        stats["std"]
+    assert before == nbytes(trace) and before > sum(t.nbytes for t in trace.layernorms["ln_f"].values())
+
+
 # 20 threads each run the shipped GPT once and stay alive, as Gradio's worker threads do; the script
 # prints whether MKL kept per-thread buffers and how much resident memory the threads added
 THREADS_THAT_MULTIPLIED = """

@@ -8,6 +8,7 @@ an explicit one (scores → mask → softmax → @V) taken when a hook wants a p
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -108,6 +109,13 @@ class KVCache:
         return None
 
 
+@functools.lru_cache(maxsize=32)
+def causal_allowed(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
+    """(1, 1, Tq, Tk) bool, queries the last Tq of Tk positions: query i sees keys up to Tk - Tq + i. Made
+    once per shape and shared (never written to), not once per layer and pass."""
+    return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate Q, K, V and output projections.
 
@@ -167,10 +175,7 @@ class MultiHeadAttention(nn.Module):
     @staticmethod
     def _allowed(causal, key_keep, Tq: int, Tk: int, device):
         """(B or 1, 1, Tq, Tk) bool: which keys each query may see, or None for all."""
-        allowed = None
-        if causal and Tq > 1:
-            # queries are the last Tq of Tk positions: query i sees keys up to Tk - Tq + i
-            allowed = torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
+        allowed = causal_allowed(Tq, Tk, device) if causal and Tq > 1 else None
         if key_keep is not None:
             keep = key_keep[:, None, None, :]
             allowed = keep if allowed is None else allowed & keep
@@ -180,7 +185,7 @@ class MultiHeadAttention(nn.Module):
         """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
         q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
         scores = at(hooks, names.part(name, "scores"), q @ k.transpose(-2, -1) / math.sqrt(self.d_head))
-        masked = scores if allowed is None else scores.masked_fill(~allowed, float("-inf"))
+        masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
         probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
         return probs @ v                                                 # (B, nh, Tq, hs)
 

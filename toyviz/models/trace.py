@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Callable
 
 import torch
@@ -65,13 +66,13 @@ class Recorded:
                     parts[names.post_norm(write)] = self[norm] - self[names.norm_input(norm)]
         return parts
 
-    def norms(self, final_norm=None) -> dict[str, dict[str, torch.Tensor]]:
+    def norms(self, final_norm=None) -> dict[str, NormStats]:
         """Every LayerNorm's input, output, statistics and parameters, by name (prefix included)."""
         modules = [(norm, getattr(self.blocks[i], norm.split(".")[1]))
                    for i in range(len(self.blocks)) for _, norm in self._sublayers(i)]
         if final_norm is not None:
             modules.append((names.LN_F, final_norm))
-        return {self.prefix + name: norm_stats(module, self[names.norm_input(name)], self[name])
+        return {self.prefix + name: NormStats(module, self[names.norm_input(name)], self[name])
                 for name, module in modules}
 
 
@@ -125,13 +126,41 @@ def head_writes(out: torch.Tensor, w_o: torch.Tensor) -> torch.Tensor:
     return torch.einsum("htd,chd->htc", out, w_o)
 
 
-def norm_stats(module: torch.nn.LayerNorm, x: torch.Tensor, out: torch.Tensor) -> dict[str, torch.Tensor]:
-    """x's statistics as the norm computed them (mean, and std = √(var + eps)) with its input, output and
-    parameters. LayerNorm's own kernel gives mean and 1/std in one pass: ~5× faster here than `x.var`."""
-    _, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], None, None, module.eps)
-    return {"input": x, "output": out, "mean": mean[..., 0], "std": rstd[..., 0].reciprocal(),
-            "weight": module.weight.detach(),
-            "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight)}
+class NormStats(Mapping):
+    """One LayerNorm of a pass: its "input", "output", "weight", "bias", and the "mean" and "std"
+    (= √(var + eps)) of each position's input as the norm computed them. The statistics wait for their
+    first reader (the Layer-norm tab, a final-norm readout): a trace's nine norms would otherwise cost
+    about 2 % of a traced forward every time, for views that never look at them."""
+
+    KEYS = ("input", "output", "mean", "std", "weight", "bias")
+
+    def __init__(self, module: torch.nn.LayerNorm, x: torch.Tensor, out: torch.Tensor):
+        self.module, self.stats = module, None           # stats: {"mean", "std"} once read
+        self.held = {"input": x, "output": out, "weight": module.weight.detach(),
+                       "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight)}
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        if key not in ("mean", "std"):
+            return self.held[key]
+        if self.stats is None:                           # two racing readers compute the same numbers
+            # LayerNorm's own kernel gives mean and 1/std in one pass: ~5× faster here than `x.var`
+            x = self.held["input"]
+            _, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], None, None, self.module.eps)
+            self.stats = {"mean": mean[..., 0], "std": rstd[..., 0].reciprocal()}
+        return self.stats[key]
+
+    def __iter__(self):
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes it holds once the statistics were read (what a cache should budget for)."""
+        x = self.held["input"]
+        held = sum(self.held[key].nbytes for key in ("input", "output", "weight", "bias"))
+        return held + 2 * x[..., 0].nelement() * x.element_size()
 
 
 @dataclass(frozen=True)
@@ -178,7 +207,7 @@ class Trace(SelfAttentionStack):
     attn_inputs: torch.Tensor         # [L, T, d_model]
     residual_parts: dict[str, torch.Tensor]   # "embed", "attn.0", "mlp.0", … each [T, d_model]
     residual_final: torch.Tensor      # [T, d_model] the stream the final norm reads
-    layernorms: dict[str, dict[str, torch.Tensor]]
+    layernorms: dict[str, NormStats]
     logits: torch.Tensor              # [T, vocab]
     causal: bool = True
     ablated: dict = field(default_factory=dict)   # the ablate the forward ran with: {"attn.1": {head: kind}}
@@ -233,7 +262,7 @@ class TranslatorTrace:
     decoder_parts: dict[str, torch.Tensor]
     encoder_final: torch.Tensor       # [S, d_model]
     decoder_final: torch.Tensor       # [T, d_model]
-    layernorms: dict[str, dict[str, torch.Tensor]]     # "enc.block0.ln1" … "dec.ln_f"
+    layernorms: dict[str, NormStats]     # "enc.block0.ln1" … "dec.ln_f"
     logits: torch.Tensor              # [T, tgt_vocab]
     encoder_scores: torch.Tensor | None = None   # [L_enc, H, S, S] scaled scores before the mask
     decoder_scores: torch.Tensor | None = None   # [L_dec, H, T, T]
@@ -268,7 +297,7 @@ class StackView(SelfAttentionStack):
     token_ids: list[int]
     attention: torch.Tensor           # [L, H, T, T]
     scores: torch.Tensor
-    layernorms: dict[str, dict[str, torch.Tensor]]
+    layernorms: dict[str, NormStats]
     residual_parts: dict[str, torch.Tensor]
     residual_final: torch.Tensor      # [T, d_model] the stream the stack's final norm reads
     positional: torch.Tensor | None

@@ -73,18 +73,24 @@ class LRU:
 # glibc's malloc settings (mallopt): a server answering from many threads at once otherwise keeps
 # one heap per thread (up to 8 per core) and, once it has freed a few large tensors, raises the size
 # from which it maps memory straight from the system, so later tensors land in heaps it never returns.
-M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+# Fixing that size also fixes the size from which free() hands a heap's top back at once (128 kB):
+# then every forward pass faults its pages in afresh, 20-25 % of its time (8.0 → 9.6 ms at T = 128,
+# benchmarks.core), so the heaps keep up to TRIM_FROM at their top instead, and the keeper thread
+# below hands it back every RETURN_EVERY_S.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
 ARENAS = 2
 MMAP_FROM = 1 * MB
+TRIM_FROM = 64 * MB
 
 
 def settle_allocator() -> bool:
-    """Fewer heaps, and every allocation from MMAP_FROM bytes mapped and handed back to the system when
-    freed, so memory follows the caches instead of only growing. True where applied (glibc), else a
+    """Fewer heaps, every allocation from MMAP_FROM bytes mapped and handed back to the system when
+    freed, so memory follows the caches instead of only growing, and freed heap tops kept for the next
+    pass up to TRIM_FROM (return_freed_memory gives them back). True where applied (glibc), else a
     no-op returning False."""
     libc = glibc()
-    return libc is not None and bool(libc.mallopt(M_ARENA_MAX, ARENAS)) and \
-        bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_FROM))
+    return libc is not None and all(libc.mallopt(option, value) for option, value in
+                                    ((M_ARENA_MAX, ARENAS), (M_MMAP_THRESHOLD, MMAP_FROM), (M_TRIM_THRESHOLD, TRIM_FROM)))
 
 
 def glibc():
