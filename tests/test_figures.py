@@ -394,12 +394,29 @@ def test_residual_figures(tiny_gpt, trace):
     lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert z(lens).shape == (trace.n_layer + 1, len(trace.tokens))
     cell = lens.data[0]                                # readable cells: a fixed font, no text wider than its cell
-    fits = lambda fig, projector: all(len(html.unescape(t)) <= cell_chars(len(trace.tokens), projector)
-                                      for row in fig.data[0].text for t in row)
-    assert cell_font(lens, cell) == CELL_FONT and fits(lens, False)
+    fits = lambda fig, columns, projector: all(len(html.unescape(t)) <= cell_chars(columns, projector)
+                                               for row in fig.data[0].text for t in row)
+    assert cell_font(lens, cell) == CELL_FONT and fits(lens, len(trace.tokens), False)
     projected = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=True)
-    assert cell_font(projected, projected.data[0]) > CELL_FONT and fits(projected, True)
+    assert cell_font(projected, projected.data[0]) > CELL_FONT and fits(projected, len(trace.tokens), True)
     assert cell_chars(22, True) < cell_chars(22, False) and cell_chars(400, False) == 0
+
+
+@pytest.mark.parametrize("T, projector, rows_at_most, down", [
+    (30, True, 64, True), (30, False, 64, True), (8, True, 64, False), (8, False, 64, False), (30, True, 20, False)])
+def test_the_logit_lens_turns_its_positions_down_the_rows_where_a_cell_could_not_show_a_token(
+        tiny_gpt, monkeypatch, T, projector, rows_at_most, down):
+    """At 1280×720 in projector mode 25 positions across left ~2 characters a cell ("␣…"); down the rows,
+    a cell is a fifth of the width. A prompt too long for a page keeps them across (the hover names them)."""
+    monkeypatch.setattr(residual, "ROWS_AT_MOST", rows_at_most)
+    trace = tiny_gpt.model.trace(list(range(1, T + 1)), pieces=tiny_gpt.tokenizer.pieces)
+    rows = trace.n_layer + 1
+    lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=projector)
+    assert z(lens).shape == ((T, rows) if down else (rows, T))
+    assert (lens.data[0].x[0] == "embed") == down and (lens.data[0].y[0] == "embed") != down
+    if down:
+        assert all(len(html.unescape(t)) <= cell_chars(rows, projector) for row in lens.data[0].text for t in row)
+        assert z(lens)[:, -1].tolist() == pytest.approx(trace.logits.softmax(-1).max(-1).values.tolist(), abs=1e-5)
     dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
     assert sum(dla.data[0].y) == pytest.approx((trace.logits[-1].max() - trace.logits[-1].mean()).item(), abs=1e-3)
     assert "logit − mean logit" in title(dla) and "logit − mean logit" in dla.layout.yaxis.title.text

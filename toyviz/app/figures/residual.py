@@ -52,20 +52,33 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
                  filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
 
 
+READABLE_CHARS = 5    # a cell that holds fewer shows "␣…": then the positions go down the rows
+ROWS_AT_MOST = 64     # … as long as the figure stays a page tall (longer prompts: the hover alone)
+
+
 def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Figure:
     """What the model would predict next if it stopped after each layer (its final norm and head
-    applied early): watch the right answer appear, layer by layer. `piece(id)` names a token."""
+    applied early): watch the right answer appear, layer by layer. `piece(id)` names a token. The
+    positions run across while a cell can show its token, else (a projector, a longer prompt) down."""
     names, top, prob = logit_lens_top(trace, model)
     text = [[visible(piece(int(i))) for i in row] for row in top]
-    chars = cell_chars(top.shape[1], projector)       # what fits a cell; with fewer than 2, the hover alone
+    positions = token_labels(trace.tokens)
+    down = cell_chars(len(positions), projector) < READABLE_CHARS and len(positions) <= ROWS_AT_MOST
+    if down:
+        prob, text = prob.T, [list(column) for column in zip(*text)]
+    chars = cell_chars(len(names) if down else len(positions), projector)   # fewer than 2: the hover alone
     shown = [[cell_text(t, chars) for t in row] for row in text]
-    fig = figure(heatmap(prob, x=token_labels(trace.tokens), y=names, colorscale="Blues", zmin=0, zmax=1,
-                         text=shown, texttemplate="%{text}" if chars >= 2 else None,
-                         colorbar_title="p(top)", hover="%{y}, %{x}: top %{customdata} (p=%{z:.3f})"))
+    x, y = (names, positions) if down else (positions, names)
+    fig = figure(heatmap(prob, x=x, y=y, colorscale="Blues", zmin=0, zmax=1,
+                         text=shown, texttemplate="%{text}" if chars >= 2 else None, colorbar_title="p(top)",
+                         hover=("%{x}, %{y}" if down else "%{y}, %{x}") + ": top %{customdata} (p=%{z:.3f})"))
     fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
-    fig.update_layout(xaxis_title_text="position (predicting the next token)", yaxis_autorange="reversed")
+    position_title = "position (predicting the next token)"
+    fig.update_layout(xaxis_title_text="stream read after" if down else position_title, yaxis_autorange="reversed")
+    if down:
+        fig.update_layout(yaxis_title_text=position_title)
     return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
-                 projector=projector, height=220 + 40 * len(names))
+                 projector=projector, height=200 + 22 * len(positions) if down else 220 + 40 * len(names))
 
 
 def logit_attribution(trace: Trace, model, piece, position: int = -1, *, projector: bool = False) -> go.Figure:
