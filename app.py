@@ -45,7 +45,7 @@ CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="ut
 # benchmarks.load (30 students) 16 slots were all taken (a generation took ~20 s) and the first token
 # waited for one: p95 9.0 s; with 32, 1.5 s
 GENERATIONS_AT_ONCE = 32
-QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the page at once (6 each), with room
+QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the page at once (4 each), with room
 # Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
 # export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
 CLEAN_CACHE = (60, int(files.KEEP_S))
@@ -331,8 +331,8 @@ def main(argv=None):
                                         for name in tab.inputs})
     print(f"toyviz: every tab drawn once in {seconds:.1f} s")
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
-    # a page sends 6 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
-    # opening the link together were refused "queue full" 90 times in 100 (benchmarks.load --browser)
+    # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
+    # opening the link together (then 6 events each) were refused "queue full" 90 times in 100 (benchmarks.load --browser)
     demo.queue(default_concurrency_limit=4, max_size=QUEUE_PLACES)
     demo.launch(**launch_options(lectures))     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 
