@@ -11,6 +11,7 @@ import os
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
 
 import base64
+import gzip
 import random
 from pathlib import Path
 
@@ -50,13 +51,13 @@ def url(explorer):
 
 def open_page(browser, url, weights=None):
     """The Sample tab once window.toyviz is ready; `queue`: the queue requests the page sent after that.
-    weights: what a request for model.safetensors gets instead of the file, "unreachable" or other bytes."""
+    weights: what a request for the weights gets instead of the file, "unreachable" or other bytes."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})   # a new context: an empty Cache API
     page.set_default_timeout(WAIT)
     if weights == "unreachable":
-        page.route("**/model.safetensors", lambda route: route.abort())
-    elif weights is not None:
-        page.route("**/model.safetensors", lambda route: route.fulfill(body=weights))
+        page.route("**/model.safetensors*", lambda route: route.abort())
+    elif weights is not None:                       # gzipped, as the server sends the weights
+        page.route("**/model.safetensors*", lambda route: route.fulfill(body=gzip.compress(weights)))
     page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
     page.wait_for_function("window.toyviz !== undefined")
     page.evaluate("window.toyviz.ready")

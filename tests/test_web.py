@@ -91,3 +91,22 @@ def test_without_the_page_build_the_page_says_the_server_runs_the_model(tmp_path
     head = browser_model.head()
     assert '"backend": "server"' in head and why in head and "<script src" not in head
     assert browser_model.missing(tmp_path) is not None           # a folder without exported graphs
+
+
+def test_the_page_fetches_the_weights_gzipped_once_made_and_as_they_are_where_it_cannot_write(tmp_path, monkeypatch):
+    import gzip
+    import hashlib
+    from toyviz.app import browser_model
+    monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "data"))
+    weights = (FOLDER / "model.safetensors").read_bytes()
+    sent = browser_model.config()["files"]["weights"]
+    assert sent.endswith("model.safetensors.gz") and str(tmp_path) in sent
+    packed = next((tmp_path / "data" / "web").rglob("*.gz"))
+    assert hashlib.sha256(gzip.decompress(packed.read_bytes())).hexdigest() == hashlib.sha256(weights).hexdigest()
+    assert len(packed.read_bytes()) < 0.95 * len(weights)             # what a first visit saves
+    made = packed.stat().st_mtime_ns
+    browser_model.config()
+    assert packed.stat().st_mtime_ns == made                         # made once per checkpoint
+    (tmp_path / "a file").write_text("")                              # no folder can be made under it, even by root
+    monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "a file" / "data"))
+    assert browser_model.config()["files"]["weights"].endswith("/model.safetensors")

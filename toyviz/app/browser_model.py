@@ -3,14 +3,15 @@ it, and the files it fetches.
 
 `head()` goes to `demo.launch(head=…)`: it inlines web/dist/toyviz.js (built by `cd web && npm ci && npm
 run build`; the model's worker is inside it) and hands it the urls of the graphs (checkpoints/gpt/web/,
-written by `python -m toyviz.web`), the checkpoint's model.safetensors and tokenizer, and onnxruntime's
-wasm, so the model loads as the page opens, whichever tab is on screen (Gradio builds a tab's
+written by `python -m toyviz.web`), the checkpoint's model.safetensors (gzipped: `compressed`) and
+tokenizer, and onnxruntime's wasm, so the model loads as the page opens, whichever tab is on screen (Gradio builds a tab's
 components only when it is first opened). The script defines `window.toyviz` (web/src/main.js) and
 falls back to the server's controls, saying why, when the model cannot load in this browser. `panel()`
 is where the Sample tab shows it. Nothing here imports onnx.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 import gradio as gr
 
 from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.training.data import cache_dir
 
 DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
 SCRIPT, WASM = DIST / "toyviz.js", DIST / "ort-wasm-simd-threaded.wasm.gz"
@@ -37,8 +39,32 @@ def config(folder: Path = CHECKPOINTS / "gpt") -> dict | None:
         return None
     graphs = json.loads(manifest.read_text())
     files = {name: url(folder / "web" / file) for name, file in graphs["graphs"].items()}
-    files |= {"weights": url(folder / graphs["weights"]), "ranks": url(folder / "tokenizer.tiktoken"), "wasm": url(WASM)}
+    files |= {"weights": url(weights_sent(folder, graphs)), "ranks": url(folder / "tokenizer.tiktoken"),
+              "wasm": url(WASM)}
     return {**graphs, "files": files}
+
+
+def weights_sent(folder: Path, graphs: dict) -> Path:
+    """The file the page fetches the weights from: gzipped where it could be written, else as they are."""
+    return compressed(folder / graphs["weights"], graphs["sha256"]) or folder / graphs["weights"]
+
+
+def compressed(weights: Path, sha256: str) -> Path | None:
+    """The weights gzipped, made once per checkpoint in the data cache (its folder named by their sha256),
+    or None where that cannot be written. Gradio's file route sends files as they are, and fp16 weights
+    gzip by 8 %: a first visit 0.65 MB smaller (the page's worker unpacks any `.gz` and hashes what it
+    unpacked). Not committed: a second copy of the weights in git would grow with every retrain."""
+    try:
+        path = cache_dir() / "web" / sha256[:16] / (weights.name + ".gz")
+        if path.is_file():
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}")         # two servers starting at once
+        partial.write_bytes(gzip.compress(weights.read_bytes(), compresslevel=9, mtime=0))
+        partial.replace(path)
+        return path
+    except OSError:
+        return None
 
 
 def missing(folder: Path = CHECKPOINTS / "gpt") -> str | None:
@@ -64,7 +90,8 @@ def build_on_a_space() -> str | None:
 
 def serve(folder: Path = CHECKPOINTS / "gpt") -> None:
     """Let Gradio's file route send the files the panel fetches."""
-    gr.set_static_paths([DIST, folder / "web", folder / "model.safetensors", folder / "tokenizer.tiktoken"])
+    graphs = json.loads((folder / "web" / "graphs.json").read_text())
+    gr.set_static_paths([DIST, folder / "web", weights_sent(folder, graphs), folder / "tokenizer.tiktoken"])
 
 
 def head(folder: Path = CHECKPOINTS / "gpt") -> str:

@@ -1,5 +1,5 @@
 // Loading the exported graphs (python -m toyviz.web) into onnxruntime-web and running them.
-// The files come from the server once (the wasm gzipped, unpacked here), and are kept, unpacked and
+// The files come from the server once (the wasm and the weights gzipped, unpacked here), and are kept, unpacked and
 // only once the weights' hash was checked, in the browser's Cache API under the checkpoint's hash:
 // a second visit reads them from there and need not hash again.
 import * as ort from "onnxruntime-web/wasm";
@@ -32,7 +32,7 @@ export class Model {
     const started = performance.now();
     const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.sha256.slice(0, 16)}`) : null;
     const urls = [config.files.prefill, config.files.step, config.files.weights, config.files.wasm];
-    const files = await Promise.all(urls.map((url) => fetchBytes(url, cache, url === config.files.wasm)));
+    const files = await Promise.all(urls.map((url) => fetchBytes(url, cache, url.endsWith(".gz"))));
     const [prefill, step, weights, wasm] = files;
     const fetched = performance.now();
     let checked = weights.cached ? "checked on the first visit" : "not checked (no crypto.subtle outside https/localhost)";
