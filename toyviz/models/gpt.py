@@ -95,16 +95,19 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         pos = self.positional(positions)
         if pos is not None:
             x = x + pos
-        return at(hooks, names.EMBED, dropped(self.drop, x)), self.rope(positions)
+        # the last position from the sizes where it can be (an export traces them symbolically: reading the
+        # tensor there is a data-dependent branch torch.export refuses); rows of streams read their tensor
+        last = None if torch.is_tensor(offset) else offset + idx.shape[1] - 1
+        return at(hooks, names.EMBED, dropped(self.drop, x)), self.rope(positions, last)
 
-    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def rope(self, positions: torch.Tensor, last: int | None = None) -> tuple[torch.Tensor, torch.Tensor] | None:
         """RoPE's (cos, sin) at positions (T,) or (B, T), as toyviz.models.layers.rotation gives them, or
-        None without RoPE. Looked up in the table of the first `context` positions (one index instead of a
-        dozen small operations a generated token); positions past it, as the experiments' extrapolation
-        reads, are computed."""
+        None without RoPE; `last`: the largest position, if known without reading `positions`. Looked up in
+        the table of the first `context` positions (one index instead of a dozen small operations a
+        generated token); positions past it, as the experiments' extrapolation reads, are computed."""
         if self.config.positional != "rope":
             return None
-        if int(positions.max()) >= len(self.rope_cos):
+        if (int(positions.max()) if last is None else last) >= len(self.rope_cos):
             return rotation(rope_angles(positions, self.config.d_head))
         cos, sin = self.rope_cos[positions], self.rope_sin[positions]
         return (cos[:, None], sin[:, None]) if positions.dim() == 2 else (cos, sin)   # rows: every head alike

@@ -112,8 +112,10 @@ class KVCache:
 @functools.lru_cache(maxsize=32)
 def causal_allowed(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
     """(1, 1, Tq, Tk) bool, queries the last Tq of Tk positions: query i sees keys up to Tk - Tq + i. Made
-    once per shape and shared (never written to), not once per layer and pass."""
-    return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
+    once per shape and shared (never written to), not once per layer and pass; an ordinary tensor even when
+    first asked for in inference mode (a later pass with gradients reads it too)."""
+    with torch.inference_mode(False):
+        return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
 
 
 class MultiHeadAttention(nn.Module):

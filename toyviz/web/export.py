@@ -77,20 +77,32 @@ def safetensors_layout(path: Path) -> dict[str, tuple[str, list[int], int, int]]
             for name, t in header.items()}
 
 
-def point_weights_at_checkpoint(proto: onnx.ModelProto, checkpoint: Path, prefix: str = "gpt.") -> None:
+def stored_names(model: torch.nn.Module, layout: dict) -> dict[str, str]:
+    """Each parameter's name → the name the checkpoint stores its tensor under: tied weights (the GPT's
+    embedding and head) are stored once, and the exporter may name them either way."""
+    by_tensor: dict[int, list[str]] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        by_tensor.setdefault(parameter.data_ptr(), []).append(name)
+    return {name: next((n for n in tied if n in layout), name) for tied in by_tensor.values() for name in tied}
+
+
+def point_weights_at_checkpoint(proto: onnx.ModelProto, checkpoint: Path, model: torch.nn.Module,
+                                prefix: str = "gpt.") -> None:
     """Replace each fp32 parameter initializer by the checkpoint's fp16 bytes (external data) + a Cast.
+    The model's buffers (RoPE's table, made from the config and not stored) stay in the graph.
 
     Refuses a weight whose fp32 value is not exactly the stored fp16 one: the graph then computes with
     precisely the checkpoint's numbers."""
     layout = safetensors_layout(checkpoint / WEIGHTS)
     data = (checkpoint / WEIGHTS).read_bytes()
+    stored_as, buffers = stored_names(model, layout), {name for name, _ in model.named_buffers()}
     graph = proto.graph
     casts, kept = [], []
     for init in graph.initializer:
-        if not init.name.startswith(prefix):
+        if not init.name.startswith(prefix) or init.name[len(prefix):] in buffers:
             kept.append(init)
             continue
-        name = init.name[len(prefix):]
+        name = stored_as.get(init.name[len(prefix):], init.name[len(prefix):])
         dtype, shape, offset, length = layout[name]
         stored = np.frombuffer(data[offset: offset + length], dtype=np.float16).reshape(shape)
         if dtype != "F16" or not np.array_equal(onnx.numpy_helper.to_array(init), stored.astype(np.float32)):
@@ -135,7 +147,7 @@ def export(gpt, checkpoint: Path, out: Path) -> dict[str, Path]:
         # transposed weight would become a new tensor that is not the checkpoint's
         onnxscript.optimizer.optimize_ir(program.model, should_fold=lambda node: False if reads_weight(node) else None)
         proto = program.model_proto
-        point_weights_at_checkpoint(proto, checkpoint)
+        point_weights_at_checkpoint(proto, checkpoint, gpt)
         for node in proto.graph.node:      # the exporter's stack traces: 95 % of the file, and this machine's paths
             del node.metadata_props[:]
         onnx.helper.set_model_props(proto, {HASH_KEY: digest, "config": json.dumps(vars(c))})
