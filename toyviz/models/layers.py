@@ -109,13 +109,21 @@ class KVCache:
         return None
 
 
-@functools.lru_cache(maxsize=32)
 def causal_allowed(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
     """(1, 1, Tq, Tk) bool, queries the last Tq of Tk positions: query i sees keys up to Tk - Tq + i. Made
-    once per shape and shared (never written to), not once per layer and pass; an ordinary tensor even when
-    first asked for in inference mode (a later pass with gradients reads it too)."""
-    with torch.inference_mode(False):
-        return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
+    once per shape and shared (never written to), not once per layer and pass; an export (torch.export,
+    python -m toyviz.web) traces the operations instead, for any number of positions."""
+    return triangle(Tq, Tk, device) if torch.compiler.is_compiling() else cached_triangle(Tq, Tk, device)
+
+
+def triangle(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril(Tk - Tq)[None, None]
+
+
+@functools.lru_cache(maxsize=32)
+def cached_triangle(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
+    with torch.inference_mode(False):                # an ordinary tensor, though first asked for in inference mode
+        return triangle(Tq, Tk, device)
 
 
 class MultiHeadAttention(nn.Module):
