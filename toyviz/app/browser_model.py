@@ -34,14 +34,19 @@ def url(path: Path) -> str:
 
 def config(folder: Path = CHECKPOINTS / "gpt") -> dict | None:
     """What the page's script needs: urls, the graphs' metadata; None when the graphs were not exported."""
-    manifest = folder / "web" / "graphs.json"
-    if not manifest.is_file():
+    graphs = manifest(folder)
+    if graphs is None:
         return None
-    graphs = json.loads(manifest.read_text())
     files = {name: url(folder / "web" / file) for name, file in graphs["graphs"].items()}
     files |= {"weights": url(weights_sent(folder, graphs)), "ranks": url(folder / "tokenizer.tiktoken"),
               "wasm": url(WASM)}
     return {**graphs, "files": files}
+
+
+def manifest(folder: Path) -> dict | None:
+    """The graphs' metadata (python -m toyviz.web writes it), or None when they were not exported."""
+    path = folder / "web" / "graphs.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def weights_sent(folder: Path, graphs: dict) -> Path:
@@ -90,8 +95,7 @@ def build_on_a_space() -> str | None:
 
 def serve(folder: Path = CHECKPOINTS / "gpt") -> None:
     """Let Gradio's file route send the files the panel fetches."""
-    graphs = json.loads((folder / "web" / "graphs.json").read_text())
-    gr.set_static_paths([DIST, folder / "web", weights_sent(folder, graphs), folder / "tokenizer.tiktoken"])
+    gr.set_static_paths([DIST, folder / "web", weights_sent(folder, manifest(folder)), folder / "tokenizer.tiktoken"])
 
 
 def head(folder: Path = CHECKPOINTS / "gpt") -> str:

@@ -137,7 +137,7 @@ class NormStats(Mapping):
     def __init__(self, module: torch.nn.LayerNorm, x: torch.Tensor, out: torch.Tensor):
         self.module, self.stats = module, None           # stats: {"mean", "std"} once read
         self.held = {"input": x, "output": out, "weight": module.weight.detach(),
-                       "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight)}
+                     "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight)}
 
     def __getitem__(self, key: str) -> torch.Tensor:
         if key not in ("mean", "std"):

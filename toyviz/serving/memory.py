@@ -22,8 +22,9 @@ MB = 2 ** 20
 
 
 def nbytes(value, depth: int = 4) -> int:
-    """Bytes of the tensors and arrays in value (or what an object's `nbytes` says, as a trace's PerHead does), looking `depth` levels into dataclasses, objects,
-    dicts, lists and tuples (what traces, translations and answers are made of); other leaves count 0."""
+    """Bytes of the tensors and arrays in value (or what an object's `nbytes` says, as a trace's PerHead and
+    NormStats do), looking `depth` levels into dataclasses, objects, dicts, lists and tuples (what traces,
+    translations and answers are made of); other leaves count 0."""
     if isinstance(getattr(value, "nbytes", None), int):      # tensors, arrays, and objects that say their size
         return value.nbytes
     if depth == 0 or isinstance(value, (str, bytes, int, float, bool, type(None))):

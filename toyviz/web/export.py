@@ -99,10 +99,11 @@ def point_weights_at_checkpoint(proto: onnx.ModelProto, checkpoint: Path, model:
     graph = proto.graph
     casts, kept = [], []
     for init in graph.initializer:
-        if not init.name.startswith(prefix) or init.name[len(prefix):] in buffers:
+        own = init.name.removeprefix(prefix)
+        if own == init.name or own in buffers:
             kept.append(init)
             continue
-        name = stored_as.get(init.name[len(prefix):], init.name[len(prefix):])
+        name = stored_as.get(own, own)
         dtype, shape, offset, length = layout[name]
         stored = np.frombuffer(data[offset: offset + length], dtype=np.float16).reshape(shape)
         if dtype != "F16" or not np.array_equal(onnx.numpy_helper.to_array(init), stored.astype(np.float32)):
