@@ -11,10 +11,18 @@ more switching.
 Gradio also tries to import matplotlib around every event and bokeh for every plot's config. Where they
 are not installed, each try searched the whole sys.path (~12 % of the event loop's time under a class,
 profiled); marked missing, a try fails at once.
+
+And Gradio's queue keeps a record of its last 10,000 events for the monitoring dashboard, and after every
+event summarises all of them with pandas (a DataFrame, a groupby, percentiles), holding the lock: 3 ms
+with 100 records, 17 ms with 10,000. Its cost per event grew as a Space stayed up until the records were
+full, and a client sending refused requests in a loop paid for it with the class's time (21 % of the
+interpreter lock's held time with two such clients, profiled with py-spy --gil). Here the queue keeps
+1,000 records (the dashboard still shows them, live) and summarises them once every 1,000 events.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 
 from toyviz.serving.memory import mkl_keeps_thread_buffers, settle_allocator
@@ -39,12 +47,23 @@ def skip_missing_imports(names=OPTIONAL_IMPORTS) -> list[str]:
     return missing
 
 
+# read by gradio.queueing.Queue when the app's queue is made (demo.queue)
+QUEUE_RECORDS = {"GRADIO_ANALYTICS_MAX_EVENTS": "1000", "GRADIO_ANALYTICS_CACHE_FREQUENCY": "1000"}
+
+
+def summarise_events_rarely() -> None:
+    """Gradio's queue keeps and summarises fewer events (unless the environment already says how many)."""
+    for name, value in QUEUE_RECORDS.items():
+        os.environ.setdefault(name, value)
+
+
 def prepare_server() -> list[str]:
     """This process set up to serve a class, before the models load: memory a class frees goes back
-    (toyviz.serving.memory), the interpreter lock comes back sooner, Gradio's optional imports fail at once.
-    Returns what could not be set up, one line each."""
+    (toyviz.serving.memory), the interpreter lock comes back sooner, Gradio's optional imports fail at once,
+    its queue summarises its events rarely. Returns what could not be set up, one line each."""
     settle_allocator()
     share_cores()
     skip_missing_imports()
+    summarise_events_rarely()
     return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
             "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
