@@ -13,14 +13,16 @@ Neither waits between requests (after a refusal 0.05 s, to spare this process's 
 (toyviz.serving.limits) counts as refused, not as an error.
 
 Every --every seconds one JSON line: minute, disk_mb (the scratch folder: temp files and Gradio's cache),
-rss_mb, fds, threads (the server's, from /proc), class_errors (so far: errors and client timeouts),
-class_tab_p95_s (tab updates answered in that interval), and per hammer served/refused/errors so far.
+rss_mb, fds, threads (the server's, from /proc), server_cpu_cores (its CPU seconds over the interval's
+wall seconds), class_errors (so far: errors and client timeouts), class_tab_p95_s (tab updates answered
+in that interval), and per hammer served/refused/errors so far.
 At the end one JSON line: each of those figures at the start (after a warm-up of one request to each
 endpoint, idle), warm (after the first interval: caches filled, Gradio's worker threads started, which it
 keeps) and the end (SETTLE_S after the last request, idle), and their range; the class's tab p50/p95 over
-the run; the targets: disk growth start→end ≤ 100 MB, RSS growth warm→end ≤ 150 MB, file descriptors
-start→end and threads warm→end at most 5 more, 0 class errors. `--no-hammer` gives the class's p95 without
-the hammers, which the hammered run's should be within 1.5× of (compare the two runs' class_tab_p95_s).
+the run; server_cpu_cores while the class ran; the targets: disk growth start→end ≤ 100 MB, RSS growth
+warm→end ≤ 150 MB, file descriptors start→end and threads warm→end at most 5 more, 0 class errors.
+`--no-hammer` gives the class's p95 without the hammers, which the hammered run's should be within 1.5× of
+(compare the two runs' class_tab_p95_s).
 --quick: 6 students for 1.5 minutes, a line every 30 s.
 """
 from __future__ import annotations
@@ -126,6 +128,12 @@ def translator(url: str, timeout: float) -> Hammer:
     return Hammer("translate-beam8", url, send, timeout)
 
 
+def cpu_cores(before: tuple, after: tuple) -> float | None:
+    """CPU seconds over wall seconds between two (wall time, the server's CPU seconds) readings."""
+    (t0, cpu0), (t1, cpu1) = before, after
+    return None if cpu0 is None or cpu1 is None or t1 <= t0 else round((cpu1 - cpu0) / (t1 - t0), 2)
+
+
 def soak(server: load.Server, scratch: Path, students: int, seconds: float, every: float, hammer: bool,
          timeout: float = load.TIMEOUT_S, seed: int = 0, print_line=print) -> dict:
     out = load.Class()
@@ -137,15 +145,20 @@ def soak(server: load.Server, scratch: Path, students: int, seconds: float, ever
                                        daemon=True)
     students_thread.start()
     samples, seen, start = [], 0, time.monotonic()
+    cpu_start = server.cpu_s()
+    last_cpu = (start, cpu_start)
 
     def sample():
-        nonlocal seen
+        nonlocal seen, last_cpu
         records, seen = out.records[seen:], len(out.records)
         tabs = [r.seconds for r in records if r.action == "tab" and r.outcome == "ok"]
         failed = sum(r.outcome != "ok" for r in out.records if r.action != "warm-up")
-        line = {"minute": round((time.monotonic() - start) / 60, 1), "disk_mb": round(folder_mb(scratch), 1),
+        now, cpu = time.monotonic(), server.cpu_s()
+        cores = cpu_cores(last_cpu, (now, cpu)) if now - last_cpu[0] > 1 else None
+        last_cpu = (now, cpu)
+        line = {"minute": round((now - start) / 60, 1), "disk_mb": round(folder_mb(scratch), 1),
                 "rss_mb": round(server.memory_mb().get("rss", 0)), **proc_figures(server.proc.pid),
-                "class_errors": failed, "class_tab_p95_s": load.spread(tabs)["p95_s"],
+                "server_cpu_cores": cores, "class_errors": failed, "class_tab_p95_s": load.spread(tabs)["p95_s"],
                 **{h.name: h.figures() for h in hammers}}
         samples.append(line)
         print_line(json.dumps(line))
@@ -155,6 +168,7 @@ def soak(server: load.Server, scratch: Path, students: int, seconds: float, ever
         students_thread.join(timeout=every)
         if students_thread.is_alive() or time.monotonic() - start >= seconds:
             sample()
+    class_cpu = (time.monotonic() - start, server.cpu_s())
     for h in hammers:
         h.stop.set()
     for h in hammers:
@@ -178,6 +192,7 @@ def soak(server: load.Server, scratch: Path, students: int, seconds: float, ever
                "class_requests": class_figures["requests"], "class_errors": end["class_errors"],
                "class_error_messages": class_figures["error_messages"],
                "class_tab_p95_s": load.spread(tabs)["p95_s"], "class_tab_p50_s": load.spread(tabs)["p50_s"],
+               "server_cpu_cores": cpu_cores((0.0, cpu_start), class_cpu),
                **{h.name: {**h.figures(), "messages": h.messages} for h in hammers},
                "server_tracebacks": load.server_errors(server.log())["server_tracebacks"]}
     # growth only: memory, descriptors and threads fall back when the class leaves (Gradio retires idle workers)
