@@ -49,6 +49,11 @@ QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the 
 # Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
 # export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
 CLEAN_CACHE = (60, int(files.KEEP_S))
+# Gradio keeps every page's session (its own copy of each component's config: ~0.35 MB for this page) until
+# it is the least recently used of more than this many. At Gradio's 10,000 a Space up for a term, each page
+# open a new session, would grow by ~3.5 GB; 1,000 is three halls of 300 students, and a page in use is
+# recently used
+SESSIONS_KEPT = 1000
 
 
 def build(explorer: Explorer, lectures: Lectures | None = None) -> gr.Blocks:
@@ -298,9 +303,11 @@ def launch_options(lectures: Lectures | None = None) -> dict:
     """What `demo.launch` serves with the page besides its components: its style sheet (a <head> the
     page needs, and the folders it serves as static files, belong here too). show_error: a value the API
     cannot even parse (text for a slider) gets its message, not a generic one. max_file_size: the page takes
-    no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files). Given
-    `lectures`, the phones' routes (toyviz.classroom.routes) join the app Gradio builds, as it starts."""
-    options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head())
+    no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files). At most
+    SESSIONS_KEPT sessions are kept. Given `lectures`, the phones' routes (toyviz.classroom.routes) join the
+    app Gradio builds, as it starts."""
+    options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head(),
+                   state_session_capacity=SESSIONS_KEPT)
     if lectures is not None:
         @contextlib.asynccontextmanager
         async def with_phones(fastapi_app):

@@ -255,3 +255,34 @@ def test_uploads_are_refused(tiny_checkpoints, tmp_path, monkeypatch):
         assert answer.status_code == 413 and files_in(tmp_path) == []
     finally:
         demo.close()
+
+
+SESSION_MB = 0.5            # docs/deploying.md: at most ~0.5 MB a session, SESSIONS_KEPT of them
+
+
+def test_sessions_are_kept_within_their_bound(tiny_checkpoints, monkeypatch):
+    """Gradio keeps a copy of every component's config for each session until SESSIONS_KEPT newer ones
+    push it out: the app launches with that bound, and what one session holds times the bound stays
+    within what docs/deploying.md says (Gradio's default of 10,000 would have been ~3.5 GB)."""
+    import tracemalloc
+    from gradio.state_holder import SessionState
+    demo = app.build(Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
+    demo.queue()
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.launch_options())
+    try:
+        holder = demo.state_holder
+        assert holder.capacity == app.SESSIONS_KEPT < 10_000
+        SessionState(demo)                                           # what the first one makes once
+        tracemalloc.start()
+        try:
+            sessions = [SessionState(demo) for _ in range(20)]
+            per_session = tracemalloc.get_traced_memory()[0] / len(sessions)
+        finally:
+            tracemalloc.stop()
+        assert 0.05 * files.MB < per_session <= SESSION_MB * files.MB, per_session / files.MB
+        for i in range(app.SESSIONS_KEPT + 5):                       # the least recently used go
+            holder.session_data[f"visitor-{i}"] = sessions[0]
+            holder.update(f"visitor-{i}")
+        assert len(holder.session_data) == app.SESSIONS_KEPT and "visitor-0" not in holder.session_data
+    finally:
+        demo.close()
