@@ -33,6 +33,7 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.presenter import Presenter
 from toyviz.classroom import routes
 from toyviz.classroom.store import Lectures
+from toyviz.errors import UserError
 from toyviz.serving import files
 from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
@@ -254,7 +255,7 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
         query = dict(request.query_params) if request else {}
         try:
             shown = lessons.open(query, stored)
-        except ValueError as err:                   # a lesson with a mistake, a stale presenter link
+        except UserError as err:                    # a lesson with a mistake, a stale presenter link
             return ui.restore(request) + failed(str(err), {"root": root})
         if shown is None:
             return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}, gr.skip()]
@@ -263,7 +264,7 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
     def picked(name: str, lecture: dict, projector: bool):
         try:
             return show(lessons.start(name), lecture.get("root", "/"), projector)
-        except ValueError as err:
+        except UserError as err:
             return [gr.skip()] * (len(shows) - len(bar)) + failed(str(err), lecture)
 
     def step(by: int):
@@ -277,7 +278,7 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
     def votes(lecture: dict) -> str:             # every 3 s: the votes so far; a lecture that ended says so
         try:
             return presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
-        except ValueError as err:
+        except UserError as err:
             return presenter.problem(str(err))
 
     redraw = dict(fn=ui.refresh, inputs=[ui.current] + ui.all_inputs, outputs=ui.all_outputs, api_visibility="private")

@@ -62,7 +62,7 @@ def outputs() -> dict:
     from toyviz.interpret import explain
 
     gpt, translator = toyviz.load("gpt", device="cpu"), toyviz.load("translator", device="cpu")
-    features = gpt.dictionary()
+    features = toyviz.load_features(gpt)
     ids = torch.tensor([gpt.encode(PROMPT)[0]])
     steer = features.steer(features.encode(PROMPT).strongest(1)[0], 6.0)
     translation = translator.translate(SENTENCE, beam=4)

@@ -13,7 +13,8 @@ import torch
 from toyviz.interpret import explain as E
 from toyviz.interpret.explain import activation_patching as AP
 from toyviz.models.hooks import replace
-from toyviz.api import GPT, PromptError
+from toyviz.api import GPT
+from toyviz.errors import UserError
 from toyviz.models.gpt import ToyGPT
 
 from conftest import tiny_gpt_config
@@ -133,7 +134,7 @@ def test_components_verify_the_top_k_by_size_and_take_a_named_token(tiny_gpt):
     others = [abs(float(a)) for n, a in zip(c.names, c.attribution)
               if n not in c.verified and (n == "embed" or n.startswith("mlp.") or " H" in n)]
     assert max(others) <= min(sizes)
-    with pytest.raises(PromptError, match="tokens"):
+    with pytest.raises(UserError, match="tokens"):
         E.components(tiny_gpt, TEXT, token=" question whether")
 
 
@@ -242,9 +243,9 @@ def test_patching_grids_equal_single_patched_runs(sharp, pair):
 
 
 def test_patching_refuses_what_it_cannot_measure(tiny_gpt):
-    with pytest.raises(PromptError, match="same number of tokens"):
+    with pytest.raises(UserError, match="same number of tokens"):
         E.patching(tiny_gpt, CLEAN, "To be, or not to be")
-    with pytest.raises(PromptError, match="different answers"):
+    with pytest.raises(UserError, match="different answers"):
         E.patching(tiny_gpt, CLEAN, CORRUPTED, " the", " the")
 
 

@@ -12,6 +12,7 @@ from toyviz.app import links, lessons
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
 from toyviz.app.lessons import LessonError
+from toyviz.errors import UserError
 
 SHIPPED_GPT = Path(__file__).resolve().parent.parent / "checkpoints" / "gpt" / "config.json"
 needs_shipped = pytest.mark.skipif(not SHIPPED_GPT.is_file(), reason="the shipped GPT checkpoint is missing")
@@ -269,6 +270,6 @@ def test_a_presenter_link_reopens_the_lecture_after_a_restart(presenting, tmp_pa
 ])
 def test_a_link_that_opens_no_lecture_says_why(presenting, query, stored, says):
     lectern, _ = presenting
-    with pytest.raises(ValueError, match=says):
+    with pytest.raises(UserError, match=says):
         lectern.open(query, stored)
     assert lectern.open({"tab": "sample"}) is None                       # a plain deep link opens no lecture

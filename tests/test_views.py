@@ -16,7 +16,7 @@ import torch
 
 import toyviz
 from toyviz.app import views
-from toyviz.api import PromptError
+from toyviz.errors import UserError
 from toyviz.app.controls import RANGES
 from toyviz.app.explorer import Explorer
 from toyviz.models.size import count_parameters
@@ -234,11 +234,11 @@ def test_the_renderers_clamp_to_the_controls_ranges(shipped):
     top_k, top_p = RANGES["top_k"][1], RANGES["top_p"][1]
     assert "temperature 0," in title(bars) and f"top-k {top_k}" in title(bars) and f"top-p {top_p:g}" in title(bars)
     assert "top-p 0.05" in title(views.next_token_view(shipped, PROMPT, 0.8, 50, 0.0001)[1])
-    with pytest.raises(PromptError, match="layer must be a number"):
+    with pytest.raises(UserError, match="layer must be a number"):
         views.attention_view(shipped, PROMPT, "one", 0)
-    with pytest.raises(PromptError, match="NaN"):
+    with pytest.raises(UserError, match="NaN"):
         views.next_token_view(shipped, PROMPT, float("nan"), 50, 0.95)
-    with pytest.raises(PromptError, match="layer.head"):
+    with pytest.raises(UserError, match="layer.head"):
         views.attention_view(shipped, PROMPT, 0, 0, "probs", ["1-2"])
     note, tokens, _ = views.tokens_view(shipped, "a\ud800b")        # a lone surrogate (JSON cannot carry it)
     assert "tokens" in title(tokens)
@@ -345,7 +345,7 @@ def test_the_why_tab_takes_a_typed_word_or_an_id_and_rejects_several_tokens(ship
     choices = views.why_choices(shipped, "I thank you, my good")
     assert choices[0] == ("the top prediction", "") and (f"␣lord  ({shipped.why('I thank you, my good')[0].probability:.1%})",
                                                          " lord") in choices
-    with pytest.raises(PromptError, match="pick one token"):
+    with pytest.raises(UserError, match="pick one token"):
         shipped.why("I thank you, my good", "unquestionably incomprehensible")
     assert views.why_choices(shipped, "   ") == [("the top prediction", "")]      # the tab itself says why
 
@@ -354,9 +354,9 @@ def test_prepared_pairs_fill_the_patching_fields(shipped):
     from toyviz.interpret import explain
     pair = explain.PAIRS[0]
     assert views.pair_fields(pair.name) == [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
-    with pytest.raises(PromptError, match="no prepared pair"):
+    with pytest.raises(UserError, match="no prepared pair"):
         views.pair_fields("nonsense")
-    with pytest.raises(PromptError, match="same number of tokens"):
+    with pytest.raises(UserError, match="same number of tokens"):
         views.patching_view(shipped, "The Duke of York", "The Duke of Yorkshire and Lancaster")
 
 
@@ -410,7 +410,7 @@ def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(
     assert hits and f"**#{hits[0]}**" in views.features_view(shipped, PROMPT, 5, "lord")[-1]
     assert "Feature #5:" in views.features_view(shipped, PROMPT, 5, "")[2]
     last = len(features) - 1
-    with pytest.raises(PromptError, match=f"from -1 to {last}"):       # refused: the box would still say 10**6
+    with pytest.raises(UserError, match=f"from -1 to {last}"):       # refused: the box would still say 10**6
         views.features_view(shipped, PROMPT, 10**6, "")
 
 

@@ -5,7 +5,8 @@
     trace = gpt.trace("To be, or not to be")
     features = toyviz.load_features(gpt)   # its sparse-autoencoder features (python -m toyviz.features)
 """
-from toyviz.api import GPT, PromptError, Step, Translation, Translator, load, resolve_device
+from toyviz.api import GPT, Step, Translation, Translator, load, resolve_device
+from toyviz.errors import PromptError, UserError
 from toyviz.models.checkpoint import CheckpointError
 from toyviz.models.config import GPTConfig, TranslatorConfig
 from toyviz.interpret.dictionary import Features, load_features
@@ -13,6 +14,6 @@ from toyviz.models.layers import sinusoidal_encoding
 from toyviz.models.size import count_parameters
 from toyviz.models.trace import HeadView, Trace, TranslatorTrace
 
-__all__ = ["GPT", "Translator", "Translation", "Step", "PromptError", "CheckpointError", "GPTConfig",
+__all__ = ["GPT", "Translator", "Translation", "Step", "UserError", "PromptError", "CheckpointError", "GPTConfig",
            "TranslatorConfig", "Trace", "TranslatorTrace", "HeadView", "load", "resolve_device",
            "sinusoidal_encoding", "count_parameters", "Features", "load_features"]

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import torch
 
+from toyviz.errors import UserError
 from toyviz.models import names
 from toyviz.serving.batching import Streams
 from toyviz.models.checkpoint import load_folder, resolve
@@ -25,14 +26,6 @@ BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"    # the translator's specials
 TRANSLATOR_SPECIALS = [BOS, EOS, PAD]
 
 
-class PromptError(ValueError):
-    """User input the models cannot take; the message is meant for the user."""
-
-
-# what a user's input can raise: their mistake to show on the page, not a server fault
-USER_ERRORS = (PromptError, ValueError, IndexError)
-
-
 def resolve_device(device: str | None = None) -> str:
     """Explicit argument, else TOYVIZ_DEVICE, else CUDA when present."""
     device = device or os.environ.get("TOYVIZ_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -43,21 +36,21 @@ def resolve_device(device: str | None = None) -> str:
 
 def check_text(text) -> str:
     if not isinstance(text, str):
-        raise PromptError(f"text must be a string, not {type(text).__name__}")
+        raise UserError(f"text must be a string, not {type(text).__name__}")
     if not text.strip():
-        raise PromptError("the text is empty: type a few words first")
+        raise UserError("the text is empty: type a few words first")
     return text
 
 
 def check_sampling(max_new_tokens, temperature, top_k, top_p):
     if not 0 <= int(max_new_tokens):
-        raise PromptError("max_new_tokens must be 0 or more")
+        raise UserError("max_new_tokens must be 0 or more")
     if not 0 <= float(temperature):
-        raise PromptError("temperature must be 0 (greedy) or more")
+        raise UserError("temperature must be 0 (greedy) or more")
     if not 0 <= int(top_k):
-        raise PromptError("top_k must be 0 (off) or more")
+        raise UserError("top_k must be 0 (off) or more")
     if not 0 < float(top_p) <= 1:
-        raise PromptError("top_p must be in (0, 1]")
+        raise UserError("top_p must be in (0, 1]")
 
 
 @dataclass
@@ -77,7 +70,6 @@ class GPT:
         self.model, self.tokenizer, self.source = model, tokenizer, source
         self.config = model.config
         self.bos = tokenizer.special(BOS_GPT)
-        self._dictionary = None
         self._streams, self._streams_lock = None, threading.Lock()
 
     @property
@@ -97,26 +89,14 @@ class GPT:
                 self._streams = Streams(self.model)
             return self._streams
 
-    def dictionary(self):
-        """The sparse-autoencoder features trained on this GPT (its checkpoint's features/ folder), loaded
-        once: a toyviz.interpret.dictionary.Features, with dashboards, search and steering."""
-        if self._dictionary is None:
-            from toyviz.interpret.dictionary import load_features   # the dictionary builds on this module
-            self._dictionary = load_features(self)
-        return self._dictionary
-
-    def features(self, text: str):
-        """The dictionary's features at every token of the prompt (a toyviz.interpret.dictionary.PromptFeatures)."""
-        return self.dictionary().encode(text)
-
     def ablation(self, heads, kind: str = "zero") -> dict[str, dict[int, str]]:
         """[(layer, head), …] → {"attn.<layer>": {head: kind}}, the form the model's forward takes."""
         if kind not in ABLATIONS:
-            raise PromptError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
+            raise UserError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
         ablate: dict[str, dict[int, str]] = {}
         for layer, head in heads:
             if not (0 <= layer < self.config.n_layer and 0 <= head < self.config.n_head):
-                raise PromptError(f"no head {layer}.{head} in a {self.config.n_layer}×{self.config.n_head} model")
+                raise UserError(f"no head {layer}.{head} in a {self.config.n_layer}×{self.config.n_head} model")
             ablate.setdefault(names.attn(int(layer)), {})[int(head)] = kind
         return ablate
 
@@ -129,8 +109,8 @@ class GPT:
     def generate(self, text: str, max_new_tokens: int = 50, *, temperature: float = 1.0, top_k: int = 0,
                  top_p: float = 1.0, seed: int | None = None, use_cache: bool = True, n_top: int = 10,
                  steer: dict[int, torch.Tensor] | None = None, together: bool = False) -> Iterator[Step]:
-        """Sample max_new_tokens after the prompt; `steer` adds vectors to the stream at every position,
-        e.g. a feature's direction: `steer=gpt.dictionary().steer(feature, alpha)` (toyviz.interpret.dictionary).
+        """Sample max_new_tokens after the prompt; `steer` adds vectors to the stream at every position, e.g. a
+        feature's direction: `steer=toyviz.load_features(gpt).steer(feature, alpha)` (toyviz.interpret.dictionary).
         together: decoded in one batch with the other generations streaming now (toyviz.serving.batching), as a
         server wants; the same tokens (always with the KV cache: use_cache is for the uncached comparison)."""
         check_sampling(max_new_tokens, temperature, top_k, top_p)
@@ -173,7 +153,7 @@ class Translator:
 
     def _search(self, text: str, beam: int, max_len: int | None = None, alpha: float = 0.6):
         if not 1 <= int(beam) <= 16:
-            raise PromptError("beam must be between 1 and 16")
+            raise UserError("beam must be between 1 and 16")
         src, dropped = self.encode(text)
         return src, dropped, self.model.search(src, bos=self.bos, eos=self.eos, beam=int(beam), max_len=max_len,
                                                alpha=alpha)

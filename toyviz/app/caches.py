@@ -10,7 +10,10 @@ import json
 import threading
 from pathlib import Path
 
-from toyviz.api import GPT, PromptError, Translator
+from toyviz.api import GPT, Translator
+from toyviz.errors import UserError
+from toyviz.interpret.dictionary import load_features
+from toyviz.models.checkpoint import CheckpointError
 from toyviz.app.controls import clamp
 from toyviz.app.loaded import Models, clean_prompt
 from toyviz.serving.memory import LRU, MB
@@ -33,6 +36,7 @@ class Caches(Models):
         self.source_gradients = LRU(cache_size, 8 * MB)   # per translation: the Translate tab redraws it per layer/head
         self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
         self.feature_maps = LRU(cache_size, 8 * MB)  # a prompt's features
+        self.dictionaries = LRU(1)           # the GPT's sparse-autoencoder features, loaded on first use
 
     def trace(self, prompt, *, causal: bool = True, ablate: tuple = ()):
         """(trace, note): one traced forward per distinct prompt and options, cached."""
@@ -82,7 +86,7 @@ class Caches(Models):
             from toyviz.interpret import explain
             try:
                 return explain.build_index(explain.corpus_ids(gpt, fetch=True)), ""
-            except PromptError as err:
+            except UserError as err:
                 return None, str(err)
             except Exception as err:                    # no network, a registry down: say it, keep serving
                 return None, f"the training text could not be fetched ({type(err).__name__}: {err})"
@@ -113,13 +117,12 @@ class Caches(Models):
 
     # ---- sparse-autoencoder features ----
     def features(self):
-        """The GPT's feature dictionary (loaded once, by the GPT); a PromptError that says how to train one
-        when there is none."""
-        from toyviz.models.checkpoint import CheckpointError
+        """The GPT's feature dictionary (loaded once); a UserError that says how to train one when there is none."""
+        gpt = self.need_gpt()
         try:
-            return self.need_gpt().dictionary()
+            return self.dictionaries.get(id(gpt), lambda: load_features(gpt))
         except CheckpointError as err:
-            raise PromptError(str(err)) from None
+            raise UserError(str(err)) from None
 
     def prompt_features(self, prompt):
         """(every feature's activation at every token of the prompt, note), cached per prompt."""

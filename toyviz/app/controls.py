@@ -2,13 +2,13 @@
 sliders, the clamps applied to every browser/API value, and the deep links all read.
 
 `setting(name, value)` forces a value from a browser or the HTTP API into its control's range (a
-typed 99 becomes the maximum, junk gives a PromptError), so nothing absurd reaches a model: for a slider,
+typed 99 becomes the maximum, junk gives a UserError), so nothing absurd reaches a model: for a slider,
 whose box then shows the clamped value. `checked(name, value)` refuses a value outside the range instead,
 naming it: for a number box, which would go on showing what was typed beside a figure of something else.
 """
 from __future__ import annotations
 
-from toyviz.api import PromptError
+from toyviz.errors import UserError
 
 MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
@@ -34,13 +34,13 @@ RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "m
 
 
 def clamp(value, low, high, kind=float, name="value"):
-    """A number from the browser/API forced into [low, high]; junk gives a PromptError."""
+    """A number from the browser/API forced into [low, high]; junk gives a UserError."""
     try:
         number = kind(float(value))
     except (TypeError, ValueError, OverflowError):
-        raise PromptError(f"{name} must be a number, got {value!r}") from None
+        raise UserError(f"{name} must be a number, got {value!r}") from None
     if number != number:                                   # NaN
-        raise PromptError(f"{name} must be a number, got NaN")
+        raise UserError(f"{name} must be a number, got NaN")
     return min(max(number, kind(low)), kind(high))
 
 
@@ -51,13 +51,13 @@ def setting(name: str, value, upper: int | None = None):
 
 
 def checked(name: str, value, upper: int | None = None, meaning: str = ""):
-    """A number box's value if it is in its range in RANGES, else a PromptError naming the range (and
+    """A number box's value if it is in its range in RANGES, else a UserError naming the range (and
     `meaning`, what its lowest value means): the box keeps what was typed, so a silent clamp would put
     feature 2047 beside a box saying 999999."""
     low, high = RANGES[name]
     high, kind = upper if high is None else high, type(DEFAULTS.get(name, 0))
     number = clamp(value, float("-inf"), float("inf"), float, name.replace("_", " "))
     if not low <= number <= high or (kind is int and number != int(number)):
-        raise PromptError(f"{name.replace('_', ' ')} must be {'a whole number' if kind is int else 'a number'} "
-                          f"from {low} to {high}{meaning}, not {value}")
+        raise UserError(f"{name.replace('_', ' ')} must be {'a whole number' if kind is int else 'a number'} "
+                        f"from {low} to {high}{meaning}, not {value}")
     return kind(number)

@@ -10,7 +10,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-from toyviz.api import GPT, PromptError, Translator
+from toyviz.api import GPT, Translator
+from toyviz.errors import UserError
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.caches import Caches
 from toyviz.app.controls import MODELS, setting
@@ -58,7 +59,7 @@ class Explorer(Caches):
         if model == "gpt":
             return self.trace(prompt)
         if model not in MODELS:
-            raise PromptError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
+            raise UserError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         out, note = self.translate(prompt, 1)
         how = ("it has no causal mask: every token reads the whole sentence" if model == "encoder" else
                "causal like the GPT, it reads its own Spanish so far")
@@ -131,7 +132,7 @@ class Explorer(Caches):
     def experiment_results(self) -> dict:
         path = EXPERIMENTS / "results.json"
         if not path.is_file():
-            raise PromptError("no experiment results yet: run `python -m toyviz.experiments` (about an hour on 2 cores)")
+            raise UserError("no experiment results yet: run `python -m toyviz.experiments` (about an hour on 2 cores)")
         return json.loads(path.read_text())
 
     def no_mask_model(self):
@@ -139,7 +140,7 @@ class Explorer(Caches):
         from toyviz import load
         folder = EXPERIMENTS / "no_causal_mask"
         if not (folder / "config.json").is_file():
-            raise PromptError("the no-mask model is not there: run `python -m toyviz.experiments`")
+            raise UserError("the no-mask model is not there: run `python -m toyviz.experiments`")
         device = str(self.gpt.device) if self.gpt else None          # beside the GPT, or wherever load picks
         return self.extra_models.get(str(folder), lambda: load(str(folder), device=device))
 

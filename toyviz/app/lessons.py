@@ -40,6 +40,7 @@ from toyviz.app.controls import CHOICES, DEFAULTS, RANGES
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures.mask import first_difference, prediction_shift
 from toyviz.app.figures.positional import distinguishability
+from toyviz.errors import UserError
 from toyviz.models.layers import ENCODING_VARIANTS, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
 
@@ -54,7 +55,7 @@ FORMULA = (128, 64)         # the Positions tab's formula sliders start at 128 p
 MASK_EDIT = "dream"         # the word the Inside-a-head tab puts in place of the prompt's last (its default)
 
 
-class LessonError(ValueError):
+class LessonError(UserError):
     """A mistake in a lesson file; the message names the file and the line, for the lecturer."""
 
     def __init__(self, name: str, line: int, what: str):

@@ -1,6 +1,6 @@
 """The models the app shows, loaded once, and a user's input checked against them.
 
-No Gradio here: the app turns `PromptError` into a message in the page. Every value that comes
+No Gradio here: the app turns `UserError` into a message in the page. Every value that comes
 from a browser or the HTTP API passes through `controls.clamp` or a check before it reaches a model,
 so a wrong type or an absurd number gives a message or a clamped value, never a traceback.
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from toyviz.api import GPT, PromptError, Translator
+from toyviz.api import GPT, Translator
+from toyviz.errors import UserError
 from toyviz.app.controls import MAX_PROMPT_CHARS, clamp
 
 
@@ -17,7 +18,7 @@ def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:
     """→ (text the model gets, a note for the user or ""). Strips NULs, cuts very long input; `box` names
     the input in the messages ("English sentence", "corrupted prompt")."""
     if not isinstance(text, str):
-        raise PromptError(f"the {box} must be text, not {type(text).__name__}")
+        raise UserError(f"the {box} must be text, not {type(text).__name__}")
     note = ""
     if "\x00" in text:
         text, note = text.replace("\x00", ""), "NUL characters were removed. "
@@ -25,7 +26,7 @@ def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:
         note += f"The prompt was cut from {len(text):,} to {MAX_PROMPT_CHARS:,} characters. "
         text = text[:MAX_PROMPT_CHARS]
     if not text.strip():
-        raise PromptError(f"The {box} is empty: type a few words first.")
+        raise UserError(f"The {box} is empty: type a few words first.")
     return text, note
 
 
@@ -68,13 +69,13 @@ class Models:
 
     def need_gpt(self) -> GPT:
         if self.gpt is None:
-            raise PromptError("no GPT checkpoint is loaded: " + self.problems.get(
+            raise UserError("no GPT checkpoint is loaded: " + self.problems.get(
                 "gpt", "run `python -m toyviz.train gpt` first"))
         return self.gpt
 
     def need_translator(self) -> Translator:
         if self.translator is None:
-            raise PromptError("no translator checkpoint is loaded: " + self.problems.get(
+            raise UserError("no translator checkpoint is loaded: " + self.problems.get(
                 "translator", "run `python -m toyviz.train translator` first"))
         return self.translator
 
@@ -101,7 +102,7 @@ class Models:
         for choice in choices or []:
             layer, _, head = str(choice).partition(".")
             if not (layer.isdigit() and head.isdigit()):
-                raise PromptError(f"heads to switch off are written layer.head (e.g. 1.3), not {choice!r}")
+                raise UserError(f"heads to switch off are written layer.head (e.g. 1.3), not {choice!r}")
             heads.append((int(layer), int(head)))
         return tuple(heads)
 
@@ -126,10 +127,10 @@ class Models:
         if isinstance(token, (int, float)) or (isinstance(token, str) and token.strip().isdigit()):
             return int(clamp(token, 0, self.need_gpt().config.vocab_size - 1, int, "token id"))
         if not isinstance(token, str):
-            raise PromptError(f"the token must be text or an id, not {type(token).__name__}")
+            raise UserError(f"the token must be text or an id, not {type(token).__name__}")
         tokenizer = self.need_gpt().tokenizer
         for candidate in (token, " " + token.strip(), token.strip()):
             if len(tokenizer.encode(candidate)) == 1:
                 return candidate
-        raise PromptError(f"{token!r} is {len(tokenizer.encode(token))} tokens "
-                          f"({' | '.join(tokenizer.pieces(tokenizer.encode(token)))}): pick one token")
+        raise UserError(f"{token!r} is {len(tokenizer.encode(token))} tokens "
+                        f"({' | '.join(tokenizer.pieces(tokenizer.encode(token)))}): pick one token")

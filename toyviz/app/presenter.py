@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from toyviz.app import lessons, links
 from toyviz.classroom import qr
 from toyviz.classroom.store import Lecture, Lectures, lesson_of, lesson_path
+from toyviz.errors import UserError
 
 STORED = "toyviz-presenter-"            # localStorage key prefix: + the join code → the presenter's secret
 MARKDOWN = MarkdownIt("commonmark", {"html": False})      # a lesson's text: its own HTML shows as text
@@ -123,7 +124,7 @@ class Presenter:
         checked against the loaded model."""
         found = lessons.available()
         if name not in found:
-            raise ValueError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
+            raise UserError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
         # the store names a shipped lesson by its name, any other by its file
         kept = name if lesson_path(name) == found[name] else str(found[name])
         lesson = lessons.check(lesson_of(kept), self.explorer)
@@ -133,14 +134,14 @@ class Presenter:
     def shown(self, secret: str) -> Shown:
         lecture = self.lectures.presenting(secret)
         if lecture is None:
-            raise ValueError("this presenter link is unknown or its lecture has ended (a code lasts the day): "
-                             "open the lesson again")
+            raise UserError("this presenter link is unknown or its lecture has ended (a code lasts the day): "
+                            "open the lesson again")
         return Shown(lecture, lesson_of(lecture.lesson), secret)
 
     def open(self, query: dict, stored: str = "") -> Shown | None:
         """The lecture a page's address opens: ?lesson=NAME a new one, ?present=SECRET that one, ?lecture=CODE the
         one this browser's stored secret drives; None for a plain page. A lesson or link that does not work
-        raises (LessonError, ValueError) with the reason."""
+        raises a UserError (a LessonError too) with the reason."""
         if query.get("lesson"):
             return self.start(query["lesson"])
         if query.get("present"):
@@ -148,8 +149,8 @@ class Presenter:
         if query.get("lecture"):
             lecture = self.lectures.presenting(stored) if stored else None
             if lecture is None or lecture.code != query["lecture"]:
-                raise ValueError(f"this browser does not hold the presenter's key of lecture {query['lecture']}: "
-                                 "open the presenter link")
+                raise UserError(f"this browser does not hold the presenter's key of lecture {query['lecture']}: "
+                                "open the presenter link")
             return self.shown(stored)
         return None
 

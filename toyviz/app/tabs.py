@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from toyviz.app import views
-from toyviz.api import USER_ERRORS
+from toyviz.errors import UserError, fault
 from toyviz.app.explorer import Explorer
 
 
@@ -54,11 +54,14 @@ def draw_every_tab(explorer: Explorer, values: dict[str, object]) -> float:
     """Every tab drawn once for these input values (by name), before a server answers: a class opens the
     link on the first values and finds their traces cached, and what the tabs build on first use (the
     n-gram index, the features) is part of the start. A tab that cannot draw (no GPT loaded) is left to
-    say why to its visitors. → seconds taken."""
+    say why to its visitors; a fault is logged with its traceback, and the server starts all the same (the
+    other tabs work). → seconds taken."""
     start = time.perf_counter()
-    for tab in TABS.values():
+    for name, tab in TABS.items():
         try:
-            tab.render(explorer, *[values[name] for name in tab.inputs])
-        except USER_ERRORS:
+            tab.render(explorer, *[values[key] for key in tab.inputs])
+        except UserError:
             pass
+        except Exception as err:
+            fault(f"drawing the {name} tab before serving", err)
     return time.perf_counter() - start

@@ -3,7 +3,7 @@
 The app binds each of these to its tab's controls and a named HTTP endpoint; tests and tools call
 them directly, with no Gradio. Every input arrives as the browser or the API sent it: each renderer
 clamps or checks it (toyviz.app.controls, Explorer) before a model sees it, and a user's mistake raises
-`PromptError` with a message meant for the page.
+`UserError` with a message meant for the page.
 
 The figure-returning outputs are plotly figures; text outputs are Markdown or HTML strings.
 """
@@ -14,7 +14,7 @@ import time
 from typing import Iterator
 
 from toyviz.interpret import explain
-from toyviz.api import PromptError
+from toyviz.errors import UserError
 from toyviz.models.config import GPTConfig
 from toyviz.app.controls import DEFAULT_PROMPT, DEFAULT_SOURCE, checked, clamp, setting
 from toyviz.app.explorer import BUSY_GENERATIONS, Explorer, clean_prompt
@@ -266,7 +266,7 @@ def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
     top = [("the top prediction", "")]
     try:
         logits = explorer.trace(prompt)[0].logits[-1]
-    except PromptError:
+    except UserError:
         return top
     return top + [(f"{visible(piece)}  ({p:.1%})", piece) for _, piece, p in explain.top_next(explorer.gpt, logits)]
 
@@ -315,7 +315,7 @@ def pair_fields(name) -> list[str]:
     """A prepared patching pair's clean and corrupted prompts and answers (for the four fields)."""
     pair = next((p for p in explain.PAIRS if p.name == name), None)
     if pair is None:
-        raise PromptError(f"no prepared pair called {name!r}: pick one of the list or type your own")
+        raise UserError(f"no prepared pair called {name!r}: pick one of the list or type your own")
     return [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
 
 
@@ -413,7 +413,7 @@ def steering_feature(explorer: Explorer, feature, alpha) -> int:
     off = " (-1 = off)"
     try:
         upper = len(explorer.features()) - 1
-    except PromptError:
+    except UserError:
         if setting("steer_alpha", alpha) != 0 and checked("steer_feature", feature, 2**31 - 1, off) >= 0:
             raise
         upper = 2**31 - 1
@@ -515,7 +515,7 @@ def experiments_view(explorer: Explorer, prompt, variants=("baseline",), x_axis=
     text, _ = clean_prompt(prompt)
     try:
         no_mask = explorer.no_mask_model()
-    except PromptError as err:      # the measurements can still be drawn without its weights
+    except UserError as err:        # the measurements can still be drawn without its weights
         attention = message(str(err), "No-mask model: attention", filename="toyviz-no-mask-attention",
                             projector=projector)
         sample = str(err)
@@ -541,10 +541,14 @@ def size_config(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_
     if preset in PRESETS:
         return PRESETS[preset]
     d_model = clamp(d_model, 1, 65536, int, "d_model")
-    return GPTConfig(vocab_size=clamp(vocab, 2, 10**6, int, "vocab"), context=clamp(context, 1, 10**6, int, "context"),
-                     n_layer=clamp(layers, 1, 512, int, "layers"), n_head=clamp(heads, 1, d_model, int, "heads"),
-                     d_model=d_model, d_ff=clamp(d_ff, 0, 262144, int, "d_ff"), positional=positional,
-                     feed_forward=feed_forward, tie_head=bool(tied))
+    fields = dict(vocab_size=clamp(vocab, 2, 10**6, int, "vocab"), context=clamp(context, 1, 10**6, int, "context"),
+                  n_layer=clamp(layers, 1, 512, int, "layers"), n_head=clamp(heads, 1, d_model, int, "heads"),
+                  d_model=d_model, d_ff=clamp(d_ff, 0, 262144, int, "d_ff"), positional=positional,
+                  feed_forward=feed_forward, tie_head=bool(tied))
+    try:
+        return GPTConfig(**fields)
+    except ValueError as err:       # their combination: the heads must divide d_model, RoPE needs an even head
+        raise UserError(str(err)) from None
 
 
 def size_view(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_ff=0, vocab=50257, context=1024,

@@ -1,5 +1,6 @@
 """The app's own Gradio building blocks: a plot that keeps each figure's download settings, a slider
-that takes its range from toyviz.app.controls, and how a user's mistake reaches the page (`friendly`).
+that takes its range from toyviz.app.controls, and how an error reaches the page (`friendly`): a user's
+mistake (toyviz.errors.UserError) as their message, anything else as a fault of ours with an id.
 The package's Gradio code is here and in toyviz.app.layout, which places these pieces on the page; the
 renderers (toyviz.app.views) and figures stay free of it.
 """
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from toyviz.api import USER_ERRORS, PromptError
+from toyviz.errors import UserError, fault
 from toyviz.app.controls import DEFAULTS, RANGES
 from toyviz.app.figures import config_for, message
 
@@ -31,31 +32,42 @@ SCROLL_TO_PANEL = ("element.addEventListener('click', (event) => { const a = eve
 log = logging.getLogger("toyviz")
 
 
+class Fault(gr.Error):
+    """A fault of ours as Gradio shows it: `in_place` draws it apart from a user's mistake."""
+
+
 @contextmanager
-def user_errors(fn):
-    """A user's bad input becomes one log line (which renderer, what) and a message that stays on the
-    page until closed: not a toast that fades before a hall has read it, nor a traceback in the log."""
+def whose_error(fn):
+    """A user's mistake (UserError) becomes one log line (which renderer, what) and their message; anything
+    else is a fault: logged with its traceback under an id (toyviz.errors.fault), and the message says only
+    that it is ours, with the id. Either stays on the page until closed: not a toast that fades before a hall
+    has read it. A gr.Error raised inside (a nested friendly, a refusal) has already been said."""
+    where = getattr(getattr(fn, "func", fn), "__name__", "?")
     try:
         yield
-    except USER_ERRORS as err:
-        log.warning("rejected input to %s: %s", getattr(getattr(fn, "func", fn), "__name__", "?"), err)
+    except gr.Error:
+        raise
+    except UserError as err:
+        log.warning("rejected input to %s: %s", where, err)
         raise gr.Error(str(err), duration=None, print_exception=False) from None
+    except Exception as err:
+        raise Fault(fault(where, err), duration=None, print_exception=False) from None
 
 
 def friendly(fn):
-    """fn with its input problems shown in the page. A generator's updates stream through, None
-    meaning "leave this output as it is"."""
+    """fn with its errors said in the page, whose they are (`whose_error`). A generator's updates stream
+    through, None meaning "leave this output as it is"."""
     if inspect.isgeneratorfunction(getattr(fn, "func", fn)):
         @functools.wraps(fn)
         def stream(*args, **kwargs):
-            with user_errors(fn):
+            with whose_error(fn):
                 for update in fn(*args, **kwargs):
                     yield tuple(gr.skip() if value is None else value for value in update)
         return stream
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with user_errors(fn):
+        with whose_error(fn):
             return fn(*args, **kwargs)
     return wrapper
 
@@ -70,8 +82,8 @@ def one_per_visitor(stream_fn):
         visitor = getattr(request, "session_hash", None) or object()     # no session: a visitor of its own
         with lock:
             if visitor in streaming:
-                raise PromptError("your previous generation is still streaming: wait for it or press Stop "
-                                  "(one at a time for each visitor, so a class shares the machine fairly)")
+                raise UserError("your previous generation is still streaming: wait for it or press Stop "
+                                "(one at a time for each visitor, so a class shares the machine fairly)")
             streaming.add(visitor)
         try:
             yield from stream_fn(*args)
@@ -86,9 +98,9 @@ MESSAGE_LINE = 60            # characters a line of an in-place message holds (i
 
 
 def in_place(fn, outputs: list):
-    """fn (already `friendly`) for the page's own events, a stream's too: a user's mistake replaces every
-    figure the event would draw with the message, the first text output says it too and text boxes are
-    emptied, until the next action — where the eye is, not in a toast that fades or sits in a corner, and
+    """fn (already `friendly`) for the page's own events, a stream's too: a user's mistake or a fault of ours
+    replaces every figure the event would draw with the message, the first text output says it too and text
+    boxes are emptied, until the next action — where the eye is, not in a toast that fades or sits in a corner, and
     no output outlives the event that made it (a Spanish line beside the message would pass for the
     translation of what the box says now). The named HTTP endpoints keep raising (their callers want an
     error, not a picture of one)."""
@@ -98,7 +110,7 @@ def in_place(fn, outputs: list):
             try:
                 yield from fn(*args)
             except gr.Error as err:
-                yield placeholders(err.message, outputs)
+                yield placeholders(err.message, outputs, isinstance(err, Fault))
         return stream
 
     @functools.wraps(fn)
@@ -106,19 +118,20 @@ def in_place(fn, outputs: list):
         try:
             return fn(*args)
         except gr.Error as err:
-            return placeholders(err.message, outputs)
+            return placeholders(err.message, outputs, isinstance(err, Fault))
     return wrapper
 
 
-def placeholders(text: str, outputs: list) -> list:
-    """The message in place of each output: a figure saying it, the first Markdown/HTML saying it, later ones
-    and text boxes emptied (a table of the previous prompt's heads would pass for this one's), the rest
-    unchanged."""
+def placeholders(text: str, outputs: list, ours: bool = False) -> list:
+    """The message in place of each output: a figure saying it (titled as the user's mistake or, `ours`, a
+    fault of ours), the first Markdown/HTML saying it, later ones and text boxes emptied (a table of the
+    previous prompt's heads would pass for this one's), the rest unchanged."""
     lines = "<br>".join(html.escape(line) for line in textwrap.wrap(text, MESSAGE_LINE))
+    title = "⚠ Nothing drawn: " + ("something went wrong on our side" if ours else "the input needs a change")
     values, said = [], False
     for output in outputs:
         if isinstance(output, FigurePlot):
-            values.append(message(lines, "⚠ Nothing drawn: the input needs a change", filename="toyviz-message"))
+            values.append(message(lines, title, filename="toyviz-message"))
         elif isinstance(output, (gr.Markdown, gr.HTML)):
             values.append("" if said else f"⚠ **{text}**" if isinstance(output, gr.Markdown) else
                           f"<p class='error-note'>⚠ <b>{html.escape(text)}</b></p>")

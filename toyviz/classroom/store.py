@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toyviz.app import lessons
+from toyviz.errors import UserError
 
 DEFAULT_PATH = Path("~/.cache/toyviz/lectures.sqlite3")
 # a Hugging Face Space's own disk is emptied when the Space restarts; its persistent storage, where bought, is
@@ -51,7 +52,7 @@ CREATE TABLE IF NOT EXISTS answers (         -- a row once a step is revealed; v
 COLUMNS = "code, lesson, step, steps, revealed, expires, version, changed"
 
 
-class NotPresenter(ValueError):
+class NotPresenter(UserError):
     """A request to drive a lecture without its presenter's secret."""
 
 

@@ -1,8 +1,8 @@
 """A trained feature dictionary of the GPT, loaded: what a UI asks of it.
 
 `python -m toyviz.features` trains a sparse autoencoder on one site of the GPT and saves it, with
-every feature's dashboard data, in <checkpoint>/features/. Loaded (`load_features`, or
-`gpt.dictionary()`), it answers:
+every feature's dashboard data, in <checkpoint>/features/. Loaded (`load_features`; the app keeps
+one per GPT, toyviz.app.caches), it answers:
 
     features = toyviz.load_features(gpt)
     prompt = features.encode("To be, or not to be")     # every feature at every token
@@ -21,6 +21,7 @@ import torch
 
 from toyviz.interpret import sites
 from toyviz.api import GPT, load
+from toyviz.errors import UserError
 from toyviz.models.checkpoint import CheckpointError
 from toyviz.interpret.dashboards import BEFORE, Dashboards
 from toyviz.interpret.sae import SparseAutoencoder
@@ -137,7 +138,7 @@ class Features:
         every position: as if the feature fired alpha more strongly everywhere (decoder directions have
         length 1, so alpha is in the units of the feature's activations; see max_activation)."""
         if not 0 <= feature < len(self):
-            raise IndexError(f"no feature {feature}: the dictionary has {len(self)}")
+            raise UserError(f"no feature {feature}: the dictionary has {len(self)}")
         direction = self.sae.W_dec[feature].detach()
         return {self.site.layer: alpha * sites.stream_vector(self.gpt.model, self.site, direction)}
 

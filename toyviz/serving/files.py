@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from toyviz.api import PromptError
+from toyviz.errors import UserError
 
 MB = 2 ** 20
 BUDGET = 64 * MB          # ~13 exports
@@ -38,7 +38,7 @@ class Exports:
 
     def write(self, name: str, text: str) -> str:
         """text saved as `name` → its path. A disk that is full or not writable is the visitor's message
-        (a PromptError: the page shows it where the file would be; every other tab goes on working)."""
+        (a UserError: the page shows it where the file would be; every other tab goes on working)."""
         data = text.encode("utf-8")
         with self.lock:
             self.prune(room=len(data))
@@ -48,8 +48,8 @@ class Exports:
                 path.write_bytes(data)
             except OSError as err:
                 shutil.rmtree(path.parent, ignore_errors=True)
-                raise PromptError(f"export is unavailable: the server could not write the file ({err.strerror or err}); "
-                                  "every other tab still works") from None
+                raise UserError(f"export is unavailable: the server could not write the file ({err.strerror or err}); "
+                                "every other tab still works") from None
         return str(path)
 
     def prune(self, room: int = 0) -> None:

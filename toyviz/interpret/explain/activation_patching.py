@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from toyviz.api import GPT, PromptError
+from toyviz.api import GPT
+from toyviz.errors import UserError
 from toyviz.interpret.explain.prompt import capture, encode, heads_site, pick_token, resid_pre, run
 from toyviz.models import names
 
@@ -59,8 +60,8 @@ class Patching:
 def _pair_ids(gpt: GPT, clean: str, corrupted: str) -> tuple[list[int], list[int]]:
     a, b = encode(gpt, clean), encode(gpt, corrupted)
     if len(a) != len(b):
-        raise PromptError(f"the prompts must have the same number of tokens: clean has {len(a)}, "
-                          f"corrupted has {len(b)}")
+        raise UserError(f"the prompts must have the same number of tokens: clean has {len(a)}, "
+                        f"corrupted has {len(b)}")
     return a, b
 
 
@@ -110,12 +111,12 @@ def patching(gpt: GPT, clean: str, corrupted: str, clean_answer=None, corrupted_
     ca = pick_token(gpt, clean_answer, model.head(model.ln_f(clean_cache[final]))[0, -1])
     cb = pick_token(gpt, corrupted_answer, model.head(model.ln_f(corr_cache[final]))[0, -1])
     if ca == cb:
-        raise PromptError(f"both prompts predict {gpt.tokenizer.piece(ca)!r}: name two different answers")
+        raise UserError(f"both prompts predict {gpt.tokenizer.piece(ca)!r}: name two different answers")
     W = model.head.weight
     metric = lambda final: model.ln_f(final[:, -1]) @ (W[ca] - W[cb])   # (B, T, C) → (B,)
     m_clean, m_corr = float(metric(clean_cache[final])), float(metric(corr_cache[final]))
     if abs(m_clean - m_corr) < 1e-6:
-        raise PromptError("the metric is the same on both prompts: nothing to patch")
+        raise UserError("the metric is the same on both prompts: nothing to patch")
 
     def final_stream(edits: dict) -> torch.Tensor:
         """The stream the final norm reads in the corrupted run with `edits` (a batch, one row per patch)."""

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from toyviz.api import GPT, PromptError
+from toyviz.api import GPT
+from toyviz.errors import UserError
 from toyviz.interpret.explain.prompt import capture, check_position, encode, pick_token, run
 from toyviz.models import names
 
@@ -44,7 +45,7 @@ def _baseline(gpt: GPT, tok: torch.Tensor, baseline: str) -> torch.Tensor:
     if baseline == "bos":
         bos = gpt.model.tok_emb.weight[gpt.bos] * gpt.model.embed_scale
         return bos.expand_as(tok)
-    raise PromptError(f"baseline must be 'bos' or 'zero', not {baseline!r}")
+    raise UserError(f"baseline must be 'bos' or 'zero', not {baseline!r}")
 
 
 @torch.inference_mode(False)                                          # gradients, even if the caller is in inference mode
@@ -60,7 +61,7 @@ def saliency(gpt: GPT, text: str, token=None, *, position: int = -1, steps: int 
     gradient × input is a first-order, local measure and saturates.
     """
     if steps < 1:
-        raise PromptError("steps must be 1 or more")
+        raise UserError("steps must be 1 or more")
     model, ids = gpt.model, encode(gpt, text)
     p = check_position(position, len(ids))
     seen = {}

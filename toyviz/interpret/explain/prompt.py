@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from toyviz.api import GPT, PromptError
+from toyviz.api import GPT
+from toyviz.errors import UserError
 from toyviz.models import names
 from toyviz.models.hooks import Hook, Hooks
 
@@ -42,14 +43,14 @@ def pick_token(gpt: GPT, token, logits: torch.Tensor) -> int:
     if isinstance(token, str):
         ids = gpt.tokenizer.encode(token)
         if len(ids) != 1:
-            raise PromptError(f"{token!r} is {len(ids)} tokens ({gpt.tokenizer.pieces(ids)}); pick one token")
+            raise UserError(f"{token!r} is {len(ids)} tokens ({gpt.tokenizer.pieces(ids)}); pick one token")
         return ids[0]
     if not 0 <= int(token) < gpt.config.vocab_size:
-        raise PromptError(f"token id {token} is outside the vocabulary (0…{gpt.config.vocab_size - 1})")
+        raise UserError(f"token id {token} is outside the vocabulary (0…{gpt.config.vocab_size - 1})")
     return int(token)
 
 
 def check_position(position: int, T: int) -> int:
     if not -T <= position < T:
-        raise PromptError(f"position {position} is outside the prompt's {T} tokens")
+        raise UserError(f"position {position} is outside the prompt's {T} tokens")
     return position % T

@@ -1,0 +1,127 @@
+"""Errors say whose they are (toyviz.errors, toyviz.app.widgets): a user's mistake is their message in place;
+a bug's exception — an IndexError as much as any — is a fault of ours, logged with its traceback under an id,
+and the page and the HTTP caller are told only that, never that their input was wrong."""
+import ast
+import functools
+import logging
+import re
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+import toyviz
+from toyviz import errors
+from toyviz.app import views, widgets
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import attention as attention_figs
+from toyviz.errors import UserError
+
+OURS = re.compile(r"Something went wrong on our side \(id ([0-9a-f]{6})\)")
+BUG = "list index out of range in head_steps"                 # the bug's own text: never for the user's eyes
+
+
+@pytest.fixture(scope="module")
+def explorer(tiny_gpt) -> Explorer:
+    return Explorer(tiny_gpt, None)
+
+
+@pytest.fixture
+def buggy_renderer(explorer, monkeypatch):
+    """The Inside-a-head renderer with a bug in one of its figures, bound as app.py binds it."""
+    def head_steps(*args, **kwargs):
+        raise IndexError(BUG)
+    monkeypatch.setattr(attention_figs, "head_steps", head_steps)
+    return widgets.friendly(functools.partial(views.inside_view, explorer))
+
+
+def outputs() -> list:
+    """The Inside-a-head tab's outputs: its note and three figures."""
+    return [gr.Markdown(), widgets.plot("a"), widgets.plot("b"), widgets.plot("c")]
+
+
+def figure_title(value) -> str:
+    return value.layout.title.text
+
+
+def test_the_errors_module_is_a_leaf():
+    tree = ast.parse(Path(errors.__file__).read_text())
+    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    assert imported and not [name for name in imported if name.split(".")[0] == "toyviz"]
+
+
+def test_the_users_mistake_is_one_type_and_still_a_value_error():
+    assert issubclass(UserError, ValueError)                  # callers catching ValueError keep catching it
+    assert toyviz.PromptError is UserError is toyviz.UserError
+    from toyviz.app.lessons import LessonError
+    from toyviz.classroom.store import NotPresenter
+    assert issubclass(LessonError, UserError) and issubclass(NotPresenter, UserError)
+
+
+def test_a_bugs_index_error_in_a_renderer_is_not_shown_as_the_users_mistake(buggy_renderer, caplog):
+    caplog.set_level(logging.INFO, "toyviz")
+    note, *figures = widgets.in_place(buggy_renderer, outputs())("To be, or not to be", 0, 0, -1, "dream", False)
+    said = OURS.search(note)
+    assert said and BUG not in note and "IndexError" not in note
+    assert all(figure_title(f) == "⚠ Nothing drawn: something went wrong on our side" for f in figures)
+    assert not any("the input needs a change" in figure_title(f) for f in figures)
+    # logged as a fault, with its traceback and the id the page shows; not as rejected input
+    faults = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(faults) == 1 and said[1] in faults[0].getMessage() and "inside_view" in faults[0].getMessage()
+    assert faults[0].exc_info[0] is IndexError and str(faults[0].exc_info[1]) == BUG
+    assert not any("rejected input" in r.getMessage() for r in caplog.records)
+
+
+def test_an_http_caller_gets_the_same_fault_message_not_the_bugs_text(buggy_renderer):
+    with pytest.raises(gr.Error) as raised:
+        buggy_renderer("To be, or not to be", 0, 0, -1, "dream", False)
+    assert isinstance(raised.value, widgets.Fault) and OURS.match(raised.value.message)
+    assert BUG not in raised.value.message and raised.value.duration is None       # it stays until closed
+
+
+def test_each_fault_has_its_own_id(buggy_renderer):
+    ids = set()
+    for _ in range(3):
+        with pytest.raises(widgets.Fault) as raised:
+            buggy_renderer("To be", 0, 0, -1, "dream", False)
+        ids.add(OURS.match(raised.value.message)[1])
+    assert len(ids) == 3
+
+
+def test_a_users_mistake_is_their_message_in_place_with_no_traceback(explorer, caplog):
+    caplog.set_level(logging.INFO, "toyviz")
+    fn = widgets.friendly(functools.partial(views.inside_view, explorer))
+    note, *figures = widgets.in_place(fn, outputs())("   ", 0, 0, -1, "dream", False)
+    assert "The prompt is empty" in note and not OURS.search(note)
+    assert all(figure_title(f) == "⚠ Nothing drawn: the input needs a change" for f in figures)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] and caplog.records[0].exc_info is None
+    with pytest.raises(gr.Error, match="The prompt is empty") as raised:            # and for an HTTP caller
+        fn("   ", 0, 0, -1, "dream", False)
+    assert not isinstance(raised.value, widgets.Fault)
+
+
+def test_a_streams_fault_is_shown_in_place_after_what_it_sent(caplog):
+    def stream(prompt):
+        yield "first words", None
+        raise KeyError("a bug after the first update")
+    updates = list(widgets.in_place(widgets.friendly(stream), [gr.Markdown(), widgets.plot("p")])("x"))
+    assert updates[0][0] == "first words"
+    assert OURS.search(updates[-1][0]) and "a bug" not in updates[-1][0]
+    assert figure_title(updates[-1][1]) == "⚠ Nothing drawn: something went wrong on our side"
+
+
+def test_an_error_already_said_passes_through_as_it_was():
+    def refused():
+        raise gr.Error("too many requests: wait a minute")
+    with pytest.raises(gr.Error) as raised:
+        widgets.friendly(refused)()
+    assert raised.value.message == "too many requests: wait a minute" and not isinstance(raised.value, widgets.Fault)
+
+
+def test_a_size_the_calculator_cannot_build_is_the_users_mistake(explorer):
+    with pytest.raises(UserError, match="d_model=768 is not divisible by n_head=5"):
+        views.size_view(explorer, "custom", layers=2, heads=5, d_model=768)
+    with pytest.raises(UserError, match="rope needs an even head size"):
+        views.size_view(explorer, "custom", layers=2, heads=4, d_model=36, positional="rope")
+

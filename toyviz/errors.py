@@ -1,0 +1,31 @@
+"""Whose an error is: the user's mistake, or a fault of ours.
+
+A user's mistake (an empty prompt, a number past its range, a lesson file's typo, a stale presenter link)
+is one type, `UserError`, raised where the input is checked, with a message written for that user; the app
+shows it in place. Anything else that escapes is a fault: `fault` logs it with its traceback under a short
+id, and the user is told only that it is ours, with the id to quote — never that their input was wrong.
+
+A leaf: it imports nothing of toyviz, so every layer may raise UserError.
+"""
+from __future__ import annotations
+
+import logging
+import secrets
+
+log = logging.getLogger("toyviz")
+
+
+class UserError(ValueError):
+    """Input the user can correct; the message is meant for them. A ValueError, as a bad argument is to any
+    Python caller: code that catches ValueError around toyviz's calls (or caught PromptError) still does."""
+
+
+PromptError = UserError     # its name before issue 42; toyviz.PromptError stays importable
+
+
+def fault(where: str, err: BaseException) -> str:
+    """A fault logged with its traceback under a fresh short id → what the user is told instead of its text
+    (which may say something about the server, and never says what to change)."""
+    ident = secrets.token_hex(3)
+    log.error("fault %s in %s: %s: %s", ident, where, type(err).__name__, err, exc_info=err)
+    return f"Something went wrong on our side (id {ident}). It is logged: try again, and quote the id if it recurs."
