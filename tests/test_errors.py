@@ -1,21 +1,28 @@
 """Errors say whose they are (toyviz.errors, toyviz.app.widgets): a user's mistake is their message in place;
 a bug's exception — an IndexError as much as any — is a fault of ours, logged with its traceback under an id,
 and the page and the HTTP caller are told only that, never that their input was wrong."""
-import ast
-import functools
-import logging
-import re
-from pathlib import Path
+import os
 
-import gradio as gr
-import pytest
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
 
-import toyviz
-from toyviz import errors
-from toyviz.app import views, widgets
-from toyviz.app.explorer import Explorer
-from toyviz.app.figures import attention as attention_figs
-from toyviz.errors import UserError
+import ast  # noqa: E402
+import functools  # noqa: E402
+import logging  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import gradio as gr  # noqa: E402
+import pytest  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+import app  # noqa: E402
+import toyviz  # noqa: E402
+from toyviz import errors  # noqa: E402
+from toyviz.app import views, widgets  # noqa: E402
+from toyviz.app.explorer import Explorer  # noqa: E402
+from toyviz.app.figures import attention as attention_figs  # noqa: E402
+from toyviz.errors import UserError  # noqa: E402
 
 OURS = re.compile(r"Something went wrong on our side \(id ([0-9a-f]{6})\)")
 BUG = "list index out of range in head_steps"                 # the bug's own text: never for the user's eyes
@@ -26,12 +33,15 @@ def explorer(tiny_gpt) -> Explorer:
     return Explorer(tiny_gpt, None)
 
 
+def buggy_head_steps(*args, **kwargs):
+    """The Inside-a-head tab's first figure, with a bug."""
+    raise IndexError(BUG)
+
+
 @pytest.fixture
 def buggy_renderer(explorer, monkeypatch):
     """The Inside-a-head renderer with a bug in one of its figures, bound as app.py binds it."""
-    def head_steps(*args, **kwargs):
-        raise IndexError(BUG)
-    monkeypatch.setattr(attention_figs, "head_steps", head_steps)
+    monkeypatch.setattr(attention_figs, "head_steps", buggy_head_steps)
     return widgets.friendly(functools.partial(views.inside_view, explorer))
 
 
@@ -125,3 +135,26 @@ def test_a_size_the_calculator_cannot_build_is_the_users_mistake(explorer):
     with pytest.raises(UserError, match="rope needs an even head size"):
         views.size_view(explorer, "custom", layers=2, heads=4, d_model=36, positional="rope")
 
+
+def test_through_http_a_fault_is_ours_and_a_mistake_is_the_callers(explorer, monkeypatch):
+    """The named endpoints as gradio_client sees them: a bug's IndexError comes back as our fault with an id,
+    an empty prompt as the caller's message; the server goes on answering."""
+    demo = app.build(explorer)
+    demo.queue()
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    try:
+        client = Client(url, verbose=False, analytics_enabled=False)
+        call = lambda *args: client.submit(*args, api_name="/inside").result(timeout=120)
+        note = call("To be, or not to be", 0, 0, -1, "dream", False)[0]
+        assert "Something went wrong" not in note                       # it answers before the bug is put in
+        monkeypatch.setattr(attention_figs, "head_steps", buggy_head_steps)
+        with pytest.raises(AppError) as raised:
+            call("To be, or not to be", 0, 0, -1, "dream", False)
+        assert OURS.search(str(raised.value)) and BUG not in str(raised.value)
+        with pytest.raises(AppError, match="The prompt is empty") as raised:
+            call("  ", 0, 0, -1, "dream", False)
+        assert not OURS.search(str(raised.value))
+        monkeypatch.undo()
+        assert not OURS.search(call("To be", 0, 0, -1, "dream", False)[0])        # and answers again once mended
+    finally:
+        demo.close()
