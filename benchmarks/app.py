@@ -63,7 +63,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    from benchmarks import load, stream
+    from benchmarks import stream
+    from benchmarks.harness import Server
     from toyviz.app.explorer import Explorer
     from toyviz.app import views
     explorer = Explorer.load("gpt", "translator", None)
@@ -78,7 +79,7 @@ def main(argv=None):
     features_ms, features_payload, _ = time_tab(lambda prompt: views.features_view(explorer, prompt, -1, "", False),
                                                 [prompt_of(127, 100 + s) for s in range(n)])
     start = time.perf_counter()
-    with load.Server() as server:                     # `python app.py` until the page answers
+    with Server() as server:                     # `python app.py` until the page answers
         cold, rss = time.perf_counter() - start, server.memory_mb()["rss"]
         streamed = stream.measure(server.url) if stream.available() else "no chromium"
     print(json.dumps({"prompt_tokens": 128, "attention_tab_ms": round(ms, 1), "attention_breakdown_ms": breakdown,

@@ -3,7 +3,7 @@ JSON line (a benchmark: nothing here asserts; tests/test_classroom.py runs --qui
 
     python -m benchmarks.lecture [--students 100] [--minutes 2] [--quick] [--log FILE]
 
-The app runs as its own process, exactly as `python app.py --device cpu` serves it (benchmarks.load.Server), with
+The app runs as its own process, exactly as `python app.py --device cpu` serves it (benchmarks.harness.Server), with
 its lectures in a fresh SQLite file (TOYVIZ_LECTURES). This process starts a lecture of the shipped Sampling lesson
 in that file (the store is the same on disk for both), so it holds the presenter's secret and drives the lecture
 over HTTP as a presenter's page would: POST /class/{code}/step and /reveal. Each student is a thread with its own
@@ -29,7 +29,7 @@ step's question (in the server's store, once).
   students_cpu_percent: this process's, the students' threads (they share the machine with the server)
 - rss_start_mb: the server's resident memory before the class joins; rss_end_mb: after the class, once settled;
   rss_growth_mb = end − start; rss_timeline_mb: every 10 s
-- server_tracebacks / server_errors: from the server's log (benchmarks.load.server_errors)
+- server_tracebacks / server_errors: from the server's log (benchmarks.harness.server_errors)
 - targets (issue 33): errors 0, follow p95 ≤ 2 s; each {value, target, met}
 --quick: 30 students for 0.4 minutes (unless --students/--minutes say otherwise).
 """
@@ -39,14 +39,13 @@ import argparse
 import collections
 import http.client
 import json
-import os
 import random
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from benchmarks.load import SETTLE_S, Server, percentile, server_errors
+from benchmarks.harness import SETTLE_S, Server, percentile, server_errors, targets
 from toyviz.classroom.store import Lectures, lesson_of
 
 LESSON = "sampling"
@@ -75,12 +74,6 @@ class Hall:
     def add(self, counter: str, key, n: int = 1):
         with self.lock:
             getattr(self, counter)[key if counter != "errors" else str(key)[:200]] += n
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def call(connection: http.client.HTTPConnection, method: str, path: str, body: dict | None = None,
@@ -199,10 +192,10 @@ def measure(server: Server, code: str, secret: str, students: int, seconds: floa
     for t in threads:
         t.start()
     time.sleep(min(5.0, IDLE_FRACTION * seconds / 3))       # the class has joined: now only polling
-    cpu = (time.monotonic(), cpu_seconds(server.proc.pid), time.process_time())
+    cpu = (time.monotonic(), server.cpu_s(), time.process_time())
     time.sleep(max(0.0, idle_until - time.monotonic()))
     elapsed = time.monotonic() - cpu[0]
-    server_cpu = 100 * (cpu_seconds(server.proc.pid) - cpu[1]) / elapsed
+    server_cpu = 100 * (server.cpu_s() - cpu[1]) / elapsed
     students_cpu = 100 * (time.process_time() - cpu[2]) / elapsed
     while time.monotonic() < deadline:
         time.sleep(min(RSS_EVERY_S, max(0.0, deadline - time.monotonic())))
@@ -227,8 +220,7 @@ def measure(server: Server, code: str, secret: str, students: int, seconds: floa
         "rss_start_mb": r(start_memory.get("rss"), 1), "rss_end_mb": r(end_memory.get("rss"), 1),
         "rss_growth_mb": r(end_memory["rss"] - start_memory["rss"], 1) if start_memory and end_memory else None,
         "rss_timeline_mb": timeline, **server_errors(server.log())}
-    figures["targets"] = {k: {"value": figures[k], "target": ("= " if k == "errors" else "≤ ") + str(t),
-                              "met": figures[k] is not None and figures[k] <= t} for k, t in TARGETS.items()}
+    figures["targets"] = targets(figures, TARGETS)
     return figures
 
 
@@ -242,15 +234,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     students = args.students or (30 if args.quick else 100)
     minutes = args.minutes or (0.4 if args.quick else 2.0)
-    before = os.environ.get("TOYVIZ_LECTURES")
     with tempfile.TemporaryDirectory(prefix="toyviz-lecture-") as folder:
-        os.environ["TOYVIZ_LECTURES"] = str(Path(folder) / "lectures.sqlite3")        # the server's, and ours
-        try:
-            code, secret = Lectures().start(LESSON, len(lesson_of(LESSON).steps))
-            with Server(args.device, log=args.log) as server:
-                figures = measure(server, code, secret, students, minutes * 60, ACT_S / 3 if args.quick else ACT_S)
-        finally:
-            os.environ.pop("TOYVIZ_LECTURES") if before is None else os.environ.update(TOYVIZ_LECTURES=before)
+        lectures = str(Path(folder) / "lectures.sqlite3")                               # the server's, and ours
+        code, secret = Lectures(lectures).start(LESSON, len(lesson_of(LESSON).steps))
+        with Server(args.device, log=args.log, env={"TOYVIZ_LECTURES": lectures}) as server:
+            figures = measure(server, code, secret, students, minutes * 60, ACT_S / 3 if args.quick else ACT_S)
     print(json.dumps({**figures, "quick": args.quick}, ensure_ascii=False))
     return figures
 

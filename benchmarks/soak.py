@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 
 from benchmarks import load
+from benchmarks.harness import SETTLE_S, Server, server_errors, spread
+from benchmarks.students import TIMEOUT_S, Class, check, connect, fresh_prompt, fresh_source, run_class, warm_up
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -56,17 +58,6 @@ def folder_mb(folder: Path) -> float:
     return total / 2 ** 20
 
 
-def proc_figures(pid: int) -> dict:
-    """The server's open file descriptors and threads (Linux /proc; {} elsewhere)."""
-    try:
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-        status = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return {}
-    threads = next((int(line.split()[1]) for line in status if line.startswith("Threads:")), None)
-    return {"fds": fds, "threads": threads}
-
-
 class Hammer:
     """One client sending one request after another until stopped: served, refused, errors counted."""
 
@@ -79,7 +70,7 @@ class Hammer:
 
     def run(self):
         from gradio_client.exceptions import AppError
-        client, rng = load.connect(self.url, self.timeout), random.Random(self.name)
+        client, rng = connect(self.url, self.timeout), random.Random(self.name)
         while not self.stop.is_set():
             try:
                 self.send(client, rng)
@@ -111,7 +102,7 @@ def exporter(url: str, timeout: float) -> Hammer:
         if not defaults:
             params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/export"]["parameters"]
             defaults.extend(p["parameter_default"] if p.get("parameter_has_default") else "" for p in params)
-        args = [load.fresh_prompt(rng, (10, 50))] + defaults[1:]         # the first is the prompt (the tabs' first)
+        args = [fresh_prompt(rng, (10, 50))] + defaults[1:]         # the first is the prompt (the tabs' first)
         update = client.submit(*args, api_name="/export").result(timeout=timeout)
         file_url = update["value"]["url"]
         httpx.get(file_url, timeout=timeout).raise_for_status()
@@ -120,9 +111,9 @@ def exporter(url: str, timeout: float) -> Hammer:
 
 def translator(url: str, timeout: float) -> Hammer:
     def send(client, rng):
-        outputs = client.submit(load.fresh_source(rng), BEAM, "cross", "average", "average", False,
+        outputs = client.submit(fresh_source(rng), BEAM, "cross", "average", "average", False,
                                 api_name="/translate").result(timeout=timeout)
-        problem = load.check("translate", outputs)
+        problem = check("translate", outputs)
         if problem:
             raise RuntimeError(problem)
     return Hammer("translate-beam8", url, send, timeout)
@@ -134,14 +125,14 @@ def cpu_cores(before: tuple, after: tuple) -> float | None:
     return None if cpu0 is None or cpu1 is None or t1 <= t0 else round((cpu1 - cpu0) / (t1 - t0), 2)
 
 
-def soak(server: load.Server, scratch: Path, students: int, seconds: float, every: float, hammer: bool,
-         timeout: float = load.TIMEOUT_S, seed: int = 0, print_line=print) -> dict:
-    out = load.Class()
-    load.warm_up(server.url, timeout, seed, out)
+def soak(server: Server, scratch: Path, students: int, seconds: float, every: float, hammer: bool,
+         timeout: float = TIMEOUT_S, seed: int = 0, print_line=print) -> dict:
+    out = Class()
+    warm_up(server.url, timeout, seed, out)
     hammers = [exporter(server.url, timeout), translator(server.url, timeout)] if hammer else []
     for h in hammers:
         h.thread.start()
-    students_thread = threading.Thread(target=load.run_class, args=(server.url, students, seconds, timeout, seed, out),
+    students_thread = threading.Thread(target=run_class, args=(server.url, students, seconds, timeout, seed, out),
                                        daemon=True)
     students_thread.start()
     samples, seen, start = [], 0, time.monotonic()
@@ -157,8 +148,8 @@ def soak(server: load.Server, scratch: Path, students: int, seconds: float, ever
         cores = cpu_cores(last_cpu, (now, cpu)) if now - last_cpu[0] > 1 else None
         last_cpu = (now, cpu)
         line = {"minute": round((now - start) / 60, 1), "disk_mb": round(folder_mb(scratch), 1),
-                "rss_mb": round(server.memory_mb().get("rss", 0)), **proc_figures(server.proc.pid),
-                "server_cpu_cores": cores, "class_errors": failed, "class_tab_p95_s": load.spread(tabs)["p95_s"],
+                "rss_mb": round(server.memory_mb().get("rss", 0)), **server.descriptors_and_threads(),
+                "server_cpu_cores": cores, "class_errors": failed, "class_tab_p95_s": spread(tabs)["p95_s"],
                 **{h.name: h.figures() for h in hammers}}
         samples.append(line)
         print_line(json.dumps(line))
@@ -173,7 +164,7 @@ def soak(server: load.Server, scratch: Path, students: int, seconds: float, ever
         h.stop.set()
     for h in hammers:
         h.thread.join(timeout=2 * timeout)
-    time.sleep(load.SETTLE_S)                                 # the memory keeper's turn, as benchmarks.load
+    time.sleep(SETTLE_S)                                 # the memory keeper's turn, as benchmarks.load
     sample()
     start, warm, end = samples[0], samples[min(1, len(samples) - 1)], samples[-1]
     tabs = [r.seconds for r in out.records if r.action == "tab" and r.outcome == "ok"]
@@ -191,34 +182,28 @@ def soak(server: load.Server, scratch: Path, students: int, seconds: float, ever
                "threads_change": end.get("threads", 0) - warm.get("threads", 0),
                "class_requests": class_figures["requests"], "class_errors": end["class_errors"],
                "class_error_messages": class_figures["error_messages"],
-               "class_tab_p95_s": load.spread(tabs)["p95_s"], "class_tab_p50_s": load.spread(tabs)["p50_s"],
+               "class_tab_p95_s": spread(tabs)["p95_s"], "class_tab_p50_s": spread(tabs)["p50_s"],
                "server_cpu_cores": cpu_cores((0.0, cpu_start), class_cpu),
                **{h.name: {**h.figures(), "messages": h.messages} for h in hammers},
-               "server_tracebacks": load.server_errors(server.log())["server_tracebacks"]}
+               "server_tracebacks": server_errors(server.log())["server_tracebacks"]}
     # growth only: memory, descriptors and threads fall back when the class leaves (Gradio retires idle workers)
     figures["targets"] = {k: {"value": figures[k], "target": t, "met": figures[k] <= t} for k, t in TARGETS.items()}
     return figures
 
 
-def run(students: int, minutes: float, every: float, hammer: bool = True, timeout: float = load.TIMEOUT_S,
+def run(students: int, minutes: float, every: float, hammer: bool = True, timeout: float = TIMEOUT_S,
         tree: str | None = None, log: str | None = None, print_line=print) -> dict:
     """The app (from `tree`, a checkout, or this one) soaked with a scratch temp folder and Gradio cache of
     its own, both removed after."""
     scratch = Path(tempfile.mkdtemp(prefix="toyviz-soak-"))
     for name in ("tmp", "gradio"):
         (scratch / name).mkdir()
-    saved = {k: os.environ.get(k) for k in ("TMPDIR", "GRADIO_TEMP_DIR")}
-    root, load.ROOT = load.ROOT, Path(tree).resolve() if tree else load.ROOT
     try:
-        os.environ.update(TMPDIR=str(scratch / "tmp"), GRADIO_TEMP_DIR=str(scratch / "gradio"))   # the server's
-        with load.Server(log=log) as server:
-            for k, v in saved.items():                         # this process's own temp files go where they did
-                os.environ.pop(k) if v is None else os.environ.update({k: v})
+        # the server's temp files and Gradio cache go to the scratch folder; this process's stay where they were
+        with Server(log=log, root=tree, env={"TMPDIR": str(scratch / "tmp"),
+                                             "GRADIO_TEMP_DIR": str(scratch / "gradio")}) as server:
             return soak(server, scratch, students, minutes * 60, every, hammer, timeout, print_line=print_line)
     finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.update({k: v})
-        load.ROOT = root
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -229,7 +214,7 @@ def main(argv=None):
     parser.add_argument("--every", type=float, default=None, help="seconds between lines (60; 30 with --quick)")
     parser.add_argument("--no-hammer", action="store_true", help="the class alone: its p95 to compare with")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--timeout", type=float, default=load.TIMEOUT_S)
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S)
     parser.add_argument("--tree", default=None, help="serve app.py from this checkout (e.g. a git worktree of "
                                                      "the code before a change)")
     parser.add_argument("--log", default=None, help="keep the server's log in this file")

@@ -1,0 +1,194 @@
+"""What every benchmark that serves the app shares: the app as its own process on a free loopback port, what
+/proc says about that process (CPU, memory, descriptors, threads), the tracebacks in its log, and percentile
+summaries of the times measured against it.
+
+    with Server() as server:                     # `python app.py --device cpu`, answering at server.url
+        ...
+        server.cpu_s(), server.memory_mb(), server.memory_map_mb(), server_errors(server.log())
+
+The /proc readers return None or {} off Linux, so a benchmark still runs there (its figures absent).
+"""
+from __future__ import annotations
+
+import collections
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# the end's memory is read once the server has been idle this long, so that its keeper has handed the pages
+# of freed blocks back (toyviz.serving.memory.RETURN_EVERY_S): read at once, the figure depends on when the keeper
+# last ran (+92 and +230 MB in two runs of the same code), not on what the class left behind
+SETTLE_S = 12.0                  # > RETURN_EVERY_S (10 s; not imported: a benchmark's process has no torch)
+
+
+# ---------------------------------------------------------------------------- /proc -----------
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) a process has used so far (None off Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")      # utime, stime
+
+
+def memory_mb(pid: int) -> dict:
+    """{"rss": resident memory now, "peak": its high-water mark}, MB ({} off Linux)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines) if k in ("VmRSS", "VmHWM")}
+    return {"rss": kb.get("VmRSS", 0) / 1024, "peak": kb.get("VmHWM", 0) / 1024}
+
+
+def memory_map_mb(pid: int) -> dict:
+    """Resident memory by kind of mapping, MB, from /proc/PID/smaps ({} off Linux): "heap" (the main heap),
+    "anonymous" (other malloc heaps, large allocations mapped on their own, thread stacks), "files"
+    (libraries, mapped files) and "other" ([stack], [vdso] ...); where growth goes."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps").read_text().splitlines()
+    except OSError:
+        return {}
+    kinds, kind = collections.Counter(), "other"
+    for line in lines:
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):        # a mapping's header
+            name = fields[5] if len(fields) > 5 else ""
+            kind = ("heap" if name == "[heap]" else "anonymous" if not name else
+                    "other" if name.startswith("[") else "files")
+        elif fields and fields[0] == "Rss:":
+            kinds[kind] += int(fields[1]) / 1024
+    return {k: round(v, 1) for k, v in sorted(kinds.items())}
+
+
+def descriptors_and_threads(pid: int) -> dict:
+    """{"fds": open file descriptors, "threads": threads} of a process ({} off Linux)."""
+    try:
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    threads = next((int(line.split()[1]) for line in status if line.startswith("Threads:")), None)
+    return {"fds": fds, "threads": threads}
+
+
+# ---------------------------------------------------------------------------- the server -------
+
+class Server:
+    """`python app.py` on a free loopback port, its output in a log file; use as a context manager.
+    root: the checkout whose app.py runs (e.g. a git worktree of the code before a change); env: variables
+    set for the server only (its lectures file, its temp folders)."""
+
+    def __init__(self, device: str = "cpu", start_timeout: float = 240.0, log: str | Path | None = None,
+                 root: str | Path | None = None, env: dict | None = None):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.keep_log = log is not None
+        self.log_path = Path(log) if log else Path(tempfile.mkstemp(prefix="toyviz-load-", suffix=".log")[1])
+        env = dict(os.environ, **(env or {}), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(self.port),
+                   GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen([sys.executable, "app.py", "--device", device],
+                                         cwd=Path(root).resolve() if root else ROOT, env=env,
+                                         stdout=out, stderr=subprocess.STDOUT)
+        try:
+            self._wait_until_up(start_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_until_up(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"app.py exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "config", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        raise TimeoutError(f"app.py did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def cpu_s(self) -> float | None:
+        return cpu_seconds(self.proc.pid)
+
+    def memory_mb(self) -> dict:
+        return memory_mb(self.proc.pid)
+
+    def memory_map_mb(self) -> dict:
+        return memory_map_mb(self.proc.pid)
+
+    def descriptors_and_threads(self) -> dict:
+        return descriptors_and_threads(self.proc.pid)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log()[-chars:]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        if not self.keep_log:
+            self.log_path.unlink(missing_ok=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def server_errors(log: str) -> dict:
+    """Tracebacks in a server log: how many, their final lines and innermost frames, counted."""
+    finals, frames = collections.Counter(), collections.Counter()
+    blocks = log.split("Traceback (most recent call last):")[1:]
+    for block in blocks:
+        lines = block.splitlines()
+        frame_lines = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+        if frame_lines:
+            i = frame_lines[-1]
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            frames[f"{lines[i].strip()}: {code}"[:300]] += 1
+        final = next((line for line in lines[1:] if line and not line.startswith((" ", "\t", "^"))), "?")
+        finals[final.strip()[:200]] += 1
+    return {"server_tracebacks": len(blocks), "server_errors": dict(finals.most_common(8)),
+            "server_error_frames": dict(frames.most_common(5))}
+
+
+# ---------------------------------------------------------------------------- summaries --------
+
+def percentile(values, q: float):
+    """Nearest-rank percentile (None for no values)."""
+    values = sorted(values)
+    return values[max(0, math.ceil(q * len(values)) - 1)] if values else None
+
+
+def spread(values) -> dict:
+    """{count, p50_s, p95_s} of a list of seconds (rounded to ms)."""
+    r = lambda x: None if x is None else round(x, 3)
+    return {"count": len(values), "p50_s": r(percentile(values, 0.5)), "p95_s": r(percentile(values, 0.95))}
+
+
+def targets(figures: dict, limits: dict, exact: tuple = ("errors",)) -> dict:
+    """Each figure against its limit: {name: {value, target ("= n" for those in `exact`, else "≤ n"), met}};
+    a figure that is None has not met its target."""
+    return {k: {"value": figures[k], "target": ("= " if k in exact else "≤ ") + str(t),
+                "met": figures[k] is not None and figures[k] <= t} for k, t in limits.items()}
