@@ -10,12 +10,13 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import fastapi
+import gradio as gr
 import pytest
 import segno
 from fastapi.testclient import TestClient
 
 from benchmarks import lecture, stream
-from toyviz.app import lessons
+from toyviz.app import lessons, widgets
 from toyviz.classroom import qr, routes, store
 from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
 from toyviz.classroom.throttle import Throttle
@@ -74,7 +75,9 @@ def test_only_the_secret_drives(lectures):
             lectures.move(wrong, 1)
         with pytest.raises(NotPresenter):
             lectures.reveal(wrong)
-    assert isinstance(NotPresenter("x"), ValueError)
+        with pytest.raises(gr.Error, match="only the presenter's link") as shown:    # as the app's page shows it
+            widgets.friendly(lectures.move)(wrong, 1)
+        assert not isinstance(shown.value, widgets.Fault)                 # the visitor's mistake, not ours
     lectures.move(other_secret, 3)
     assert lectures.now(code).step == 0 and lectures.now(other_code).step == 3
 
