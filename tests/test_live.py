@@ -1,0 +1,133 @@
+"""Live runs (toyviz.training.live): reproducible with a seed, one at a time, stopped within a second,
+the same record for a late watcher, the lesson's answer computed from the run; and their figures."""
+import time
+
+import numpy as np
+import pytest
+
+from toyviz.app.figures import live as figures
+from toyviz.training import live
+
+SHORT = dict(steps=60, every=10, min_step_s=0.0)   # a few seconds even on a busy laptop
+LONG = dict(steps=100_000, every=10)                # runs until stopped, at the lecture's pace
+TEXT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer " * 8
+
+
+def wait(runs: live.LiveRuns, until, timeout: float = 120.0) -> live.Run:
+    """Poll the run as a page does until `until(run)` holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = runs.current()
+        if until(run):
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"the run never got there: {runs.current()}")
+
+
+def finished(runs: live.LiveRuns) -> live.Run:
+    run = wait(runs, lambda r: not r.running)
+    assert run.state == "finished", run.error
+    return run
+
+
+def test_the_same_seed_gives_the_same_loss_curve():
+    runs = live.LiveRuns()
+    curves = []
+    for seed in (3, 3, 4):
+        runs.start("induction", seed=seed, **SHORT)
+        run = finished(runs)
+        assert [r["step"] for r in run.records] == list(range(0, 61, 10))
+        curves.append(np.array([r["loss"] for r in run.records]))
+    np.testing.assert_allclose(curves[0], curves[1], rtol=0, atol=1e-5)
+    assert np.abs(curves[0] - curves[2]).max() > 1e-3          # another seed: another run
+    assert runs.last_finished().seed == 4
+
+
+def test_a_second_start_is_refused_while_one_runs_and_stop_ends_it_within_a_second():
+    runs = live.LiveRuns()
+    runs.start("induction", seed=0, **LONG)
+    wait(runs, lambda r: len(r.records) >= 2)
+    with pytest.raises(live.RunRefused, match="already training"):
+        runs.start("text", text=TEXT)
+    started = time.perf_counter()
+    stopped = runs.stop()
+    took = time.perf_counter() - started
+    print(f"Stop took {took:.3f} s")
+    assert stopped.state == "stopped" and not runs.current().running
+    assert took < 3.0                          # 1 s on this machine; room for a slow laptop
+    assert runs.last_finished() is None        # a stopped run is not the last finished one
+    runs.start("induction", seed=1, **SHORT)   # once stopped, a new run may start
+    assert finished(runs).seed == 1
+
+
+def test_a_page_opened_mid_run_sees_the_run_so_far():
+    runs = live.LiveRuns()
+    runs.start("induction", seed=0, **LONG)
+    early = wait(runs, lambda r: len(r.records) >= 3)
+    late = wait(runs, lambda r: len(r.records) >= len(early.records) + 2)
+    runs.stop()
+    for seen, again in zip(early.records, late.records):        # the late page sees what the early one saw
+        assert (seen["step"], seen["loss"]) == (again["step"], again["loss"])
+    assert [r["step"] for r in late.records] == list(range(0, 10 * len(late.records), 10))
+    assert late.header["heads"] == [2, 4]
+
+
+def test_the_text_recipe_samples_and_refuses_a_text_too_short():
+    runs = live.LiveRuns()
+    with pytest.raises(live.RunRefused, match="characters"):
+        runs.start("text", text="too short")
+    with pytest.raises(live.RunRefused, match="recipe must be"):
+        runs.start("poetry")
+    runs.start("text", seed=0, text=TEXT, steps=40, every=10, sample_chars=20)
+    run = finished(runs)
+    assert run.header["chars"] == len(set(TEXT))
+    assert run.records[-1]["loss"] < run.records[0]["loss"]
+    sample = run.records[-1]["sample"]
+    assert len(sample) == 21 and set(sample) <= set(TEXT)
+    assert "step 40" in figures.samples_markdown(run)
+
+
+def made_up_run(scores: list[float]) -> live.Run:
+    """A run whose best induction score follows `scores`, one record every 10 steps."""
+    records = [{"step": 10 * i, "loss": 3.0, "early_loss": 3.4, "in_context_loss": 3.0 - 2.9 * s,
+                "induction": [[0.0, 0.1], [s, s / 2]], "previous": [[s, 0.0], [0.0, 0.1]],
+                "patterns": np.full((2, 2, 4, 4), s, dtype=np.float16)} for i, s in enumerate(scores)]
+    return live.Run("induction", 0, {"steps": 10 * len(scores)}, state="finished",
+                    header={"probe": [1, 2, 1, 2], "heads": [2, 2]}, records=records)
+
+
+def test_the_lesson_answer_is_the_step_the_induction_score_crossed_the_threshold():
+    run = made_up_run([0.05, 0.1, 0.2, 0.45, 0.7, 0.9, 0.95])
+    assert live.crossing_step(run, 0.5) == 40
+    assert live.crossing_step(run, 0.8) == 50
+    assert live.crossing_step(run, 0.99) is None
+    assert live.crossing_step(run, 0.5, "previous") == 40
+    assert live.plateau_loss(run) == pytest.approx(3.0 - 2.9 * 0.2)   # median of steps 10-30
+
+
+def test_the_lesson_answer_from_a_real_run():
+    runs = live.LiveRuns()
+    runs.start("induction", seed=0, steps=300, every=10, min_step_s=0.0)
+    run = finished(runs)
+    born = live.crossing_step(run, 0.5)
+    assert born is not None and 0 < born < 300
+    at_birth = next(r for r in run.records if r["step"] == born)
+    assert max(map(max, at_birth["induction"])) >= 0.5
+    assert all(max(map(max, r["induction"])) < 0.5 for r in run.records if r["step"] < born)
+
+
+def test_figures_draw_the_run_at_a_step():
+    run = made_up_run([0.05, 0.1, 0.2, 0.45, 0.7, 0.9, 0.95])
+    loss = figures.loss_curves(run, projector=True)
+    assert [d.name for d in loss.data][-1].startswith("in-context")
+    assert list(loss.data[2].y) == pytest.approx([r["in_context_loss"] for r in run.records], abs=1e-6)
+    assert any("step 40" in a.text for a in loss.layout.annotations)
+    assert len(figures.loss_curves(run, upto=20).data[0].x) == 3
+    heads = figures.head_scores(run, upto=30)
+    assert len(heads.data) == 2 * 4 and heads.data[2].line.width == 3        # head 1.0 the strongest
+    assert figures.induction_head(run) == (1, 0)
+    pattern = figures.attention_pattern(run, upto=20)
+    assert "step 20" in pattern.layout.title.text and np.nanmax(np.asarray(pattern.data[0].z)) == pytest.approx(0.2, abs=1e-3)
+    assert np.isnan(np.asarray(pattern.data[0].z)[0, 1])                    # the future is masked
+    empty = live.Run("induction", 0, {"steps": 10})
+    assert "not recorded" in figures.loss_curves(empty).layout.annotations[0].text
