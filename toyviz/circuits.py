@@ -1,0 +1,46 @@
+"""Write the attribution graph of one prediction as JSON (Neuronpedia's graph viewer / circuit-tracer schema).
+
+    python -m toyviz.circuits "To be, or not to" --target " be" [--out graph.json]
+
+Prints the graph's size, its replacement and completeness scores and the time it took; the code is
+toyviz.interpret.circuits.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv=None) -> dict:
+    import toyviz
+    from toyviz.interpret.circuits import EDGE_THRESHOLD, NODE_THRESHOLD, load_transcoders, trace
+
+    p = argparse.ArgumentParser(prog="python -m toyviz.circuits", description=__doc__.split("\n\n")[0])
+    p.add_argument("prompt")
+    p.add_argument("--target", default=None, help="one token, e.g. ' be' (default: the GPT's top prediction)")
+    p.add_argument("--gpt", default="gpt", help="'gpt' (shipped) or a checkpoint folder")
+    p.add_argument("--transcoders", default=None, help="folder (default <GPT checkpoint>/transcoders)")
+    p.add_argument("--node-threshold", type=float, default=NODE_THRESHOLD, help="share of node influence kept")
+    p.add_argument("--edge-threshold", type=float, default=EDGE_THRESHOLD, help="share of edge influence kept")
+    p.add_argument("--out", default=None, help="the JSON file (default <slug>.json here)")
+    p.add_argument("--device", default=None)
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    gpt = toyviz.load(args.gpt, device=args.device)
+    circuit = trace(gpt, load_transcoders(gpt, args.transcoders), args.prompt, args.target,
+                    node_threshold=args.node_threshold, edge_threshold=args.edge_threshold)
+    graph = circuit.to_json()
+    out = Path(args.out or f"{graph['metadata']['slug']}.json")
+    out.write_text(json.dumps(graph))
+    summary = {"out": str(out), "target": circuit.target_piece, "prob": round(circuit.prob, 4),
+               "positions": circuit.graph.n_positions, "features": circuit.graph.n_features,
+               "nodes_kept": len(graph["nodes"]), "links_kept": len(graph["links"]),
+               "replacement": round(circuit.replacement, 4), "completeness": round(circuit.completeness, 4),
+               "seconds": round(circuit.seconds, 2)}
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
