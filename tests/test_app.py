@@ -304,9 +304,13 @@ def test_generate_streams_partials_and_ends_with_text(shipped):
 
 
 def test_generate_is_reproducible_with_a_seed(shipped):
-    first = shipped.call(PROMPT, 1.0, 0, 1.0, 10, 1234, False, api="/generate")[1]
-    again = shipped.call(PROMPT, 1.0, 0, 1.0, 10, 1234, False, api="/generate")[1]
+    """The same seed samples the same 10 tokens (the whole distribution: temperature 1, no top-k or top-p cut);
+    another seed samples others."""
+    sampled = lambda seed: shipped.call(PROMPT, 1.0, 0, 1.0, 10, seed, False, api="/generate")[1]
+    first, again, other = sampled(1234), sampled(1234), sampled(4321)
+    assert first.count('class="token-prob"') == 10 and visible_text(first).strip()
     assert visible_text(first) == visible_text(again)
+    assert visible_text(other) != visible_text(first)
 
 
 
@@ -515,7 +519,7 @@ def test_main_launches_with_tiny_checkpoints(tiny_checkpoints, monkeypatch):
 
 def test_a_gpt_trained_on_your_own_text_opens_in_the_app(tmp_path, monkeypatch, tiny_checkpoints):
     """The path the README shows: `python -m toyviz.train gpt --text …`, then `python app.py --gpt OUT`."""
-    from toyviz.training import train
+    from toyviz import train
     monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "cache"))
     lines = ["Мороз и солнце; день чудесный! 😀", "Καλημέρα, κόσμε — the sea is wide.", "Él dijo: «¡ven aquí!»"]
     (tmp_path / "notes.txt").write_text("\n".join(f"{i}. {lines[i % 3]}" for i in range(1200)), encoding="utf-8")
