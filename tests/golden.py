@@ -6,7 +6,7 @@ rewrite is checked against what the code computed before it, not against itself:
     python -m tests.golden          # writes tests/golden/shipped.pt (only when the code is trusted)
 
 `tests/test_golden.py` recomputes everything here and compares. The file records the sha256 of the
-checkpoints it was made from: when a checkpoint is retrained, the test says so instead of failing.
+checkpoints it was made from: when a checkpoint is retrained, the test fails and says so (record again).
 """
 from __future__ import annotations
 
