@@ -24,6 +24,7 @@ os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 import toyviz
 from toyviz.app import browser_model, layout, links, presenter, views
@@ -38,6 +39,7 @@ from toyviz.serving import files
 from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
 from toyviz.serving.server import prepare_server
+from toyviz.serving.static import Shelf, StaticFiles
 from toyviz.app.tabs import TABS, draw_every_tab
 
 CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="utf-8")
@@ -301,20 +303,23 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
 # ---------------------------------------------------------------- start-up -----------------
 
 def launch_options(lectures: Lectures | None = None) -> dict:
-    """What `demo.launch` serves with the page besides its components: its style sheet (a <head> the
-    page needs, and the folders it serves as static files, belong here too). show_error: a value the API
+    """What `demo.launch` serves with the page besides its components: its style sheet, the <head> that
+    loads the page's own model when a view needs it, and its static files served from memory
+    (toyviz.serving.static: compressed once, immutable or answered 304, the page rendered once). show_error: a value the API
     cannot even parse (text for a slider) gets its message, not a generic one. max_file_size: the page takes
     no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files). At most
     SESSIONS_KEPT sessions are kept. Given `lectures`, the phones' routes (toyviz.classroom.routes) join the
     app Gradio builds, as it starts."""
-    options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head(),
-                   state_session_capacity=SESSIONS_KEPT)
+    shelf = Shelf()
+    options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head(shelf),
+                   state_session_capacity=SESSIONS_KEPT,
+                   app_kwargs={"middleware": [Middleware(StaticFiles, shelf=shelf)]})
     if lectures is not None:
         @contextlib.asynccontextmanager
         async def with_phones(fastapi_app):
             routes.attach(fastapi_app, lectures)
             yield
-        options["app_kwargs"] = {"lifespan": with_phones}
+        options["app_kwargs"]["lifespan"] = with_phones
     return options
 
 
@@ -330,6 +335,9 @@ def main(argv=None):
     built = browser_model.build_on_a_space()
     if built:
         print(f"toyviz: {built}")
+    off = browser_model.missing()
+    if off:
+        print(f"toyviz: the page's own model is off, the server runs the Sample tab: {off}")
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")

@@ -56,8 +56,8 @@ def open_page(browser, url, weights=None):
     page.set_default_timeout(WAIT)
     if weights == "unreachable":
         page.route("**/model.safetensors*", lambda route: route.abort())
-    elif weights is not None:                       # gzipped, as the server sends the weights
-        page.route("**/model.safetensors*", lambda route: route.fulfill(body=gzip.compress(weights)))
+    elif weights is not None:
+        page.route("**/model.safetensors*", lambda route: route.fulfill(body=weights))
     page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
     page.wait_for_function("window.toyviz !== undefined")
     page.evaluate("window.toyviz.ready")
@@ -187,17 +187,28 @@ def test_stop_ends_a_generation(page):
     assert run["stopped"] and len(run["tokens"]) < 2000
 
 
-def test_the_model_loads_as_the_page_opens_whichever_tab_is_on_screen(browser, url):
+MODEL_FILES = ("toyviz.js", ".onnx", "model.safetensors", ".wasm", "tokenizer.tiktoken")
+
+
+def test_a_page_opened_on_another_tab_fetches_the_model_only_when_the_sample_tab_needs_it(browser, url):
     page = browser.new_page()
+    page.set_default_timeout(WAIT)
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url) if any(part in r.url for part in MODEL_FILES) else None)
     page.goto(url, wait_until="domcontentloaded")                         # the first tab, not Sample
-    page.wait_for_function("window.toyviz !== undefined", timeout=WAIT)
+    page.wait_for_function("window.toyviz !== undefined")
+    page.locator(".js-plotly-plot").first.wait_for()
+    page.wait_for_timeout(1500)
+    assert fetched == [] and page.evaluate("window.toyviz.backend") == "server"
+    assert "when a view needs it" in page.evaluate("window.toyviz.reason")
+    page.get_by_role("tab", name="Sample").click()
     assert page.evaluate("window.toyviz.ready") == "browser"
-    assert page.evaluate("window.toyviz.panel") is None                 # the Sample tab was never opened
+    assert {part for part in MODEL_FILES if any(part in u for u in fetched)} == set(MODEL_FILES)
     page.close()
 
 
 @pytest.mark.parametrize("weights, why", [("unreachable", "model.safetensors"),
-                                          (b"\0" * 4096, "not the checkpoint the graphs came from")])
+                                          (b"\0" * 4096, "not the file this server checked")])
 def test_a_browser_that_cannot_load_the_model_uses_the_server_and_says_why(browser, url, weights, why):
     page = open_page(browser, url, weights)
     assert page.evaluate("window.toyviz.backend") == "server"
@@ -206,3 +217,102 @@ def test_a_browser_that_cannot_load_the_model_uses_the_server_and_says_why(brows
     assert page.locator(".tv-browser").is_hidden()
     assert page.locator("#generate").is_visible()        # the server's controls are still there
     page.close()
+
+
+# ---------------------------------------------------------------- the model's files from another origin ---
+
+class Origin:
+    """A second static HTTP server on loopback standing in for a CDN (the Hub's file urls): the repository's
+    files at their paths, with CORS; `tamper`: a file name whose bytes it changes; `asked`: the paths asked."""
+
+    def __init__(self, folder: Path):
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+        origin = self
+        self.tamper, self.asked = None, []
+
+        class Handler(SimpleHTTPRequestHandler):
+            def end_headers(self):
+                self.send_header("Access-Control-Allow-Origin", "*")
+                super().end_headers()
+
+            def do_GET(self):
+                origin.asked.append(self.path)
+                if origin.tamper and self.path.endswith(origin.tamper):
+                    body = (folder / self.path.lstrip("/")).read_bytes()[:-8] + b"tampered"
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    return self.wfile.write(body)
+                return super().do_GET()
+
+            def log_message(self, *args):
+                pass
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def elsewhere(explorer, tmp_path_factory):
+    """The app with TOYVIZ_MODEL_ORIGIN and TOYVIZ_WASM_URL set to a second server holding copies of the
+    files at their places in the repository → (the app's url, the second server)."""
+    import shutil
+    import app
+    folder = tmp_path_factory.mktemp("cdn")
+    gpt = CHECKPOINTS / "gpt"
+    for path in [*(gpt / "web").iterdir(), gpt / "model.safetensors", gpt / "tokenizer.tiktoken", browser_model.WASM]:
+        copy = folder / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, copy)
+    origin = Origin(folder)
+    settings = {browser_model.ORIGIN_SETTING: origin.url,
+                browser_model.WASM_SETTING: origin.url + browser_model.WASM.relative_to(ROOT).as_posix()}
+    before = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        demo = app.build(explorer)
+        demo.queue(default_concurrency_limit=4, max_size=64)
+        _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True,
+                                    **app.launch_options())
+    finally:
+        for k, v in before.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    yield address, origin
+    demo.close()
+    origin.server.shutdown()
+
+
+def test_with_another_origin_the_page_loads_the_model_from_there_and_this_server_sends_none_of_it(browser, elsewhere):
+    url, origin = elsewhere
+    origin.tamper, origin.asked[:] = None, []
+    seen = []
+    page = browser.new_page()
+    page.set_default_timeout(WAIT)
+    page.on("request", lambda r: seen.append(r.url))
+    page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
+    page.wait_for_function("window.toyviz !== undefined")
+    assert page.evaluate("window.toyviz.ready") == "browser", page.evaluate("window.toyviz.reason")
+    model = [u for u in seen if any(part in u for part in MODEL_FILES[1:])]
+    assert len(model) == 5 and all(u.startswith(origin.url) for u in model)          # graphs ×2, weights, ranks, wasm
+    assert not any(u.startswith(url) for u in model)
+    assert sorted(p.rsplit("/", 1)[-1] for p in origin.asked) == sorted(u.rsplit("/", 1)[-1] for u in model)
+    page.close()
+
+
+def test_a_tampered_file_from_another_origin_is_refused_and_the_page_says_so(browser, elsewhere):
+    url, origin = elsewhere
+    origin.tamper = "step.onnx"
+    try:
+        page = browser.new_page()
+        page.set_default_timeout(WAIT)
+        page.goto(f"{url.rstrip('/')}/?tab=sample", wait_until="domcontentloaded")
+        page.wait_for_function("window.toyviz !== undefined")
+        assert page.evaluate("window.toyviz.ready") == "server"
+        page.wait_for_function("!(document.querySelector('#browser-model .tv-backend')?.textContent ?? 'Loading').startsWith('Loading')")
+        note = page.locator("#browser-model").inner_text()
+        assert "step.onnx is not the file this server checked" in note and "server" in note
+        page.close()
+    finally:
+        origin.tamper = None

@@ -90,28 +90,43 @@ def test_step_graph_generates_what_the_python_model_generates(gpt, sessions, tex
 
 def test_without_the_page_build_the_page_says_the_server_runs_the_model(tmp_path, monkeypatch):
     from toyviz.app import browser_model
+    from toyviz.serving.static import Shelf
     monkeypatch.setattr(browser_model, "SCRIPT", tmp_path / "toyviz.js")
     why = browser_model.missing()
     assert why is not None and "npm run build" in why
-    head = browser_model.head()
+    head = browser_model.head(Shelf())
     assert '"backend": "server"' in head and why in head and "<script src" not in head
     assert browser_model.missing(tmp_path) is not None           # a folder without exported graphs
 
 
-def test_the_page_fetches_the_weights_gzipped_once_made_and_as_they_are_where_it_cannot_write(tmp_path, monkeypatch):
-    import gzip
+def test_every_file_the_page_fetches_has_its_sha256_and_an_address_named_by_it(tmp_path):
     import hashlib
     from toyviz.app import browser_model
-    monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "data"))
+    from toyviz.serving.static import Shelf
+    shelf = Shelf()
+    config = browser_model.config(shelf, origin="")
+    assert set(config["files"]) == set(config["hashes"]) == {"prefill", "step", "weights", "ranks", "wasm"}
     weights = (FOLDER / "model.safetensors").read_bytes()
-    sent = browser_model.config()["files"]["weights"]
-    assert sent.endswith("model.safetensors.gz") and str(tmp_path) in sent
-    packed = next((tmp_path / "data" / "web").rglob("*.gz"))
-    assert hashlib.sha256(gzip.decompress(packed.read_bytes())).hexdigest() == hashlib.sha256(weights).hexdigest()
-    assert len(packed.read_bytes()) < 0.95 * len(weights)             # what a first visit saves
-    made = packed.stat().st_mtime_ns
-    browser_model.config()
-    assert packed.stat().st_mtime_ns == made                         # made once per checkpoint
-    (tmp_path / "a file").write_text("")                              # no folder can be made under it, even by root
-    monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "a file" / "data"))
-    assert browser_model.config()["files"]["weights"].endswith("/model.safetensors")
+    assert config["hashes"]["weights"] == hashlib.sha256(weights).hexdigest() == config["sha256"]
+    for name, address in config["files"].items():
+        assert address.startswith("toyviz/files/") and ("/" + address) in shelf.named
+    assert config["files"]["weights"].split("/")[2] == config["hashes"]["weights"][:16]
+    cdn = browser_model.config(Shelf(), origin="https://cdn.example/r/", wasm_url="https://npm.example/ort.wasm")
+    assert cdn["files"]["weights"] == "https://cdn.example/r/checkpoints/gpt/model.safetensors"
+    assert cdn["files"]["wasm"] == "https://npm.example/ort.wasm" and cdn["hashes"] == config["hashes"]
+
+
+def test_a_checkpoint_changed_since_its_graphs_were_exported_turns_the_pages_model_off(tmp_path):
+    import shutil
+    from toyviz.app import browser_model
+    from toyviz.serving.static import Shelf
+    folder = tmp_path / "gpt"
+    shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("snapshots", "features"))
+    assert browser_model.missing(folder) is None
+    weights = bytearray((folder / "model.safetensors").read_bytes())
+    weights[-1] ^= 1                                              # one byte of one weight
+    (folder / "model.safetensors").write_bytes(bytes(weights))
+    why = browser_model.missing(folder)
+    assert why is not None and "exported from other weights" in why and "python -m toyviz.web" in why
+    head = browser_model.head(Shelf(), folder)
+    assert '"backend": "server"' in head and "exported from other weights" in head

@@ -1,17 +1,25 @@
-"""The GPT in the student's browser: the page's <head> that loads it, the Sample tab's panel that shows
-it, and the files it fetches.
+"""The GPT in the student's browser: the page's <head> that loads it when a view needs it, the Sample tab's
+panel that shows it, and the files it fetches.
 
-`head()` goes to `demo.launch(head=…)`: it inlines web/dist/toyviz.js (built by `cd web && npm ci && npm
-run build`; the model's worker is inside it) and hands it the urls of the graphs (checkpoints/gpt/web/,
-written by `python -m toyviz.web`), the checkpoint's model.safetensors (gzipped: `compressed`) and
-tokenizer, and onnxruntime's wasm, so the model loads as the page opens, whichever tab is on screen (Gradio builds a tab's
-components only when it is first opened). The script defines `window.toyviz` (web/src/main.js) and
-falls back to the server's controls, saying why, when the model cannot load in this browser. `panel()`
-is where the Sample tab shows it. Nothing here imports onnx.
+`head()` goes to `demo.launch(head=…)`: a few hundred bytes that hand the page the model's settings and
+files (urls and sha256) and load the page script (web/dist/toyviz.js, built by `cd web && npm ci && npm run
+build`; the model's worker is inside it) only when a view needs the page's own model (the Sample tab, a
+lesson step on it): a page opened on any other tab fetches none of the model's 11.7 MB. The files are the
+graphs (checkpoints/gpt/web/, written by `python -m toyviz.web`), the checkpoint's model.safetensors and
+tokenizer, and onnxruntime's wasm; this server sends them from memory at addresses that name their hash
+(toyviz.serving.static), or, where TOYVIZ_MODEL_ORIGIN names another origin (a Space's files on the Hub's
+CDN), the page fetches the checkpoint's files from there and this server sends none of their bytes
+(TOYVIZ_WASM_URL likewise for the wasm). Every file's sha256 is computed here at start and checked in the
+page before it runs: what makes a foreign origin safe, and a checkpoint changed since its graphs were
+exported is found here and named on the page and in the log. The script defines `window.toyviz`
+(web/src/main.js) and falls back to the server's controls, saying why, when the model cannot load in
+this browser. `panel()` is where the Sample tab shows it. Nothing here imports onnx.
 """
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -21,26 +29,13 @@ from pathlib import Path
 import gradio as gr
 
 from toyviz.models.checkpoint import CHECKPOINTS
-from toyviz.training.data import cache_dir
+from toyviz.serving.static import Shelf
 
-DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
+ROOT = Path(__file__).resolve().parents[2]
+DIST = ROOT / "web" / "dist"
 SCRIPT, WASM = DIST / "toyviz.js", DIST / "ort-wasm-simd-threaded.wasm.gz"
-
-
-def url(path: Path) -> str:
-    """Gradio's file route, relative so a page under a path prefix (a proxy, a Space) finds it too."""
-    return f"gradio_api/file={Path(path).resolve()}"
-
-
-def config(folder: Path = CHECKPOINTS / "gpt") -> dict | None:
-    """What the page's script needs: urls, the graphs' metadata; None when the graphs were not exported."""
-    graphs = manifest(folder)
-    if graphs is None:
-        return None
-    files = {name: url(folder / "web" / file) for name, file in graphs["graphs"].items()}
-    files |= {"weights": url(weights_sent(folder, graphs)), "ranks": url(folder / "tokenizer.tiktoken"),
-              "wasm": url(WASM)}
-    return {**graphs, "files": files}
+ORIGIN_SETTING = "TOYVIZ_MODEL_ORIGIN"    # e.g. https://huggingface.co/spaces/<owner>/<name>/resolve/main/
+WASM_SETTING = "TOYVIZ_WASM_URL"          # e.g. jsDelivr's copy of the pinned onnxruntime-web's wasm
 
 
 def manifest(folder: Path) -> dict | None:
@@ -49,36 +44,68 @@ def manifest(folder: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def weights_sent(folder: Path, graphs: dict) -> Path:
-    """The file the page fetches the weights from: gzipped where it could be written, else as they are."""
-    return compressed(folder / graphs["weights"], graphs["sha256"]) or folder / graphs["weights"]
+def model_files(folder: Path, graphs: dict) -> dict[str, Path]:
+    """name → the file the page fetches for it."""
+    return {**{name: folder / "web" / file for name, file in graphs["graphs"].items()},
+            "weights": folder / graphs["weights"], "ranks": folder / "tokenizer.tiktoken", "wasm": WASM}
 
 
-def compressed(weights: Path, sha256: str) -> Path | None:
-    """The weights gzipped, made once per checkpoint in the data cache (its folder named by their sha256),
-    or None where that cannot be written. Gradio's file route sends files as they are, and fp16 weights
-    gzip by 8 %: a first visit 0.65 MB smaller (the page's worker unpacks any `.gz` and hashes what it
-    unpacked). Not committed: a second copy of the weights in git would grow with every retrain."""
-    try:
-        path = cache_dir() / "web" / sha256[:16] / (weights.name + ".gz")
-        if path.is_file():
-            return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}")         # two servers starting at once
-        partial.write_bytes(gzip.compress(weights.read_bytes(), compresslevel=9, mtime=0))
-        partial.replace(path)
-        return path
-    except OSError:
+def content_sha256(path: Path) -> str:
+    """sha256 of what the page ends up holding: a `.gz` file's unpacked bytes (the page unpacks it)."""
+    stat = path.stat()
+    return _content_sha256(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _content_sha256(path: str, mtime_ns: int, size: int) -> str:        # again only when the file changed
+    data = Path(path).read_bytes()
+    return hashlib.sha256(gzip.decompress(data) if path.endswith(".gz") else data).hexdigest()
+
+
+def stale(folder: Path, graphs: dict) -> str | None:
+    """Why the exported graphs do not fit the checkpoint this server runs, or None: the graphs read their
+    weights from model.safetensors, and were exported from the file whose sha256 graphs.json records."""
+    served = content_sha256(folder / graphs["weights"])
+    if served == graphs["sha256"]:
         return None
+    return (f"the browser's graphs were exported from other weights ({graphs['weights']} sha256 {served[:12]}…, "
+            f"graphs made from {graphs['sha256'][:12]}…): python -m toyviz.web exports them again")
+
+
+def address(path: Path, shelf: Shelf, sha256: str, origin: str | None) -> str:
+    """Where the page fetches `path`: under `origin` by its place in the repository (the Hub serves a
+    Space's files so), else from this server's shelf."""
+    if origin and path.resolve().is_relative_to(ROOT):
+        return origin.rstrip("/") + "/" + path.resolve().relative_to(ROOT).as_posix()
+    return shelf.add(path, sha256 if not path.name.endswith(".gz") else None)
+
+
+def config(shelf: Shelf, folder: Path = CHECKPOINTS / "gpt", origin: str | None = None,
+           wasm_url: str | None = None) -> dict | None:
+    """What the page's script needs: each file's url and sha256, the graphs' metadata, the Cache API's key
+    (the files' hashes: another file, another cache); None when the graphs were not exported. `origin`,
+    `wasm_url`: default from TOYVIZ_MODEL_ORIGIN, TOYVIZ_WASM_URL."""
+    graphs = manifest(folder)
+    if graphs is None:
+        return None
+    origin = origin if origin is not None else os.environ.get(ORIGIN_SETTING) or None
+    wasm_url = wasm_url if wasm_url is not None else os.environ.get(WASM_SETTING) or None
+    paths = model_files(folder, graphs)
+    hashes = {name: content_sha256(path) for name, path in paths.items()}
+    files = {name: address(path, shelf, hashes[name], origin) for name, path in paths.items() if name != "wasm"}
+    files["wasm"] = wasm_url or address(WASM, shelf, hashes["wasm"], None)
+    key = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:16]
+    return {**graphs, "files": files, "hashes": hashes, "cacheKey": key}
 
 
 def missing(folder: Path = CHECKPOINTS / "gpt") -> str | None:
     """Why the browser cannot get the model from this server, or None."""
     if not SCRIPT.is_file() or not WASM.is_file():
         return "the page's script was not built (cd web && npm ci && npm run build)"
-    if config(folder) is None:
+    graphs = manifest(folder)
+    if graphs is None:
         return "the model's graphs were not exported (python -m toyviz.web)"
-    return None
+    return stale(folder, graphs)
 
 
 def build_on_a_space() -> str | None:
@@ -93,28 +120,42 @@ def build_on_a_space() -> str | None:
     return "built the page's script (npm ci && npm run build)"
 
 
-def serve(folder: Path = CHECKPOINTS / "gpt") -> None:
-    """Let Gradio's file route send the files the panel fetches."""
-    gr.set_static_paths([DIST, folder / "web", weights_sent(folder, manifest(folder)), folder / "tokenizer.tiktoken"])
-
-
-def head(folder: Path = CHECKPOINTS / "gpt") -> str:
-    """The page's <head> part (its files served from now on); without a built script or exported graphs,
-    a `window.toyviz` that says the server runs the model, and why."""
+def head(shelf: Shelf, folder: Path = CHECKPOINTS / "gpt") -> str:
+    """The page's <head> part: the model's settings and a loader for the page script, which `load()`
+    fetches once, when a view first needs the page's own model; without a built script, exported graphs
+    that fit the checkpoint, a `window.toyviz` that says the server runs the model, and why."""
     why = missing(folder)
     if why is not None:
         fallback = {"backend": "server", "reason": why, "modelHash": None}
-        return (f"<script>window.toyviz = Object.assign({json.dumps(fallback)}, {{ready: Promise.resolve('server')}});"
+        return (f"<script>window.toyviz = Object.assign({json.dumps(fallback)}, {{ready: Promise.resolve('server'), "
+                f"load: () => Promise.resolve('server')}});"
                 f"window.toyvizMount = (element) => {{ element.textContent = 'Running on the server: ' + {json.dumps(why)}; }};"
                 f"</script>")
-    serve(folder)
-    # inline, not <script src>: Gradio runs an inline head script the moment it adds it, a src one only
-    # once its own scripts let go of the main thread (~0.4 s later on a loaded 2-core laptop), and the
-    # script's first act is to start the model's worker
-    script = SCRIPT.read_text()
-    if "</script" in script:
-        raise ValueError(f"{SCRIPT} cannot be inlined: it contains '</script'")
-    return f"<script>window.toyvizConfig = {json.dumps(config(folder))};\n{script}</script>"
+    loader = LOADER.replace("SCRIPT_URL", json.dumps(shelf.add(SCRIPT)))
+    return f"<script>window.toyvizConfig = {json.dumps(config(shelf, folder))};\n{loader}</script>"
+
+
+# window.toyviz exists from the page's start, `ready` settling once a view asked for the model (load()):
+# the page script's main.js fills the object in, settles `ready` and replaces toyvizMount
+LOADER = """(() => {
+  let settle, loading = null;
+  const ready = new Promise((resolve) => { settle = resolve; });
+  const server = (why) => { window.toyviz.reason = why; settle("server"); return "server"; };
+  window.toyviz = { backend: "server", reason: "not loaded: the model loads when a view needs it",
+    modelHash: window.toyvizConfig.sha256, ready, settle,
+    load() {
+      loading ??= new Promise((resolve) => {
+        const script = Object.assign(document.createElement("script"), { src: SCRIPT_URL });
+        script.onload = () => resolve(window.toyviz.ready);
+        script.onerror = () => resolve(server("the page script could not be fetched"));
+        document.head.append(script);
+      });
+      return loading;
+    } };
+  const mountLater = (element) => window.toyviz.load().then(() => window.toyvizMount !== mountLater
+    ? window.toyvizMount(element) : (element.textContent = "Running on the server: " + window.toyviz.reason));
+  window.toyvizMount = mountLater;
+})();"""
 
 
 def panel() -> gr.HTML:

@@ -7,20 +7,30 @@
 import { Panel } from "./panel.js";
 import { RemoteModel } from "./remote.js";
 import { Tokenizer } from "./tokenizer.js";
+import { verify } from "./verify.js";
 
-const config = window.toyvizConfig;          // from the page's <head> (toyviz/app/browser_model.py)
-const toyviz = (window.toyviz = {
-  startedAt: performance.now(),             // ms since the page's navigation began
+// The page's <head> (toyviz/app/browser_model.py) made window.toyviz and loaded this script when a view first
+// needed the model: this fills the object in and settles its `ready`.
+const config = window.toyvizConfig;
+const toyviz = (window.toyviz ??= {});
+Object.assign(toyviz, {
+  startedAt: performance.now(),             // ms since the page's navigation began: when a view asked for the model
   backend: "server", reason: "loading", modelHash: config.sha256,
   tokenize() { throw new Error("the tokenizer has not loaded"); },
   async forward() { throw new Error(`the model runs on the server here: ${toyviz.reason}`); },
 });
-toyviz.ready = load();
+if (toyviz.settle) toyviz.settle(load()); else toyviz.ready = load();
 
-// starts as the page opens, whichever tab is on screen (the model in its worker: remote.js); → "browser" or "server"
+// the model in its worker (remote.js), the tokenizer here; → "browser" or "server"
 async function load() {
   try {
-    const ranks = fetch(config.files.ranks).then((r) => { if (!r.ok) throw new Error(`tokenizer: HTTP ${r.status}`); return r.text(); });
+    const url = config.files.ranks;
+    const ranks = fetch(url).then(async (r) => {
+      if (!r.ok) throw new Error(`tokenizer: HTTP ${r.status}`);
+      const bytes = await r.arrayBuffer();
+      await verify("tokenizer", url, bytes, config.hashes.ranks);
+      return new TextDecoder().decode(bytes);
+    });
     const [ranksText, model] = await Promise.all([ranks, RemoteModel.load(config)]);     // both at once
     const tokenizer = new Tokenizer(ranksText, config.specials);
     toyviz.tokenize = (text) => [tokenizer.bos, ...tokenizer.encode(text)].slice(0, config.context);

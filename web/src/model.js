@@ -1,8 +1,10 @@
 // Loading the exported graphs (python -m toyviz.web) into onnxruntime-web and running them.
-// The files come from the server once (the wasm and the weights gzipped, unpacked here), and are kept, unpacked and
-// only once the weights' hash was checked, in the browser's Cache API under the checkpoint's hash:
-// a second visit reads them from there and need not hash again.
+// The files come once (from this server, or another origin: config.files), each checked against its sha256
+// (verify.js; a `.gz` one unpacked here first), and are kept, only once all were checked, in the browser's Cache
+// API under the key of their hashes (config.cacheKey): a second visit reads them from there and need not hash again,
+// and other files (a new checkpoint, a changed server) are another cache.
 import * as ort from "onnxruntime-web/wasm";
+import { verify } from "./verify.js";
 
 const CACHE = "toyviz-model";
 
@@ -19,29 +21,23 @@ async function fetchBytes(url, cache, gzipped = false) {
   return { bytes: new Uint8Array(await new Response(body).arrayBuffer()), cached: false };
 }
 
-async function sha256(bytes) {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 export class Model {
-  // config: {files: {prefill, step, weights, wasm}: urls, sha256, n_layer, n_head, d_head, vocab_size, context}
+  // config: {files: {prefill, step, weights, wasm}: urls, hashes: their sha256, cacheKey, n_layer, n_head, d_head,
+  // vocab_size, context}
   static async load(config) {
     if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly");
     // a secure context (https, localhost) has the Cache API and crypto.subtle; plain http on a LAN has neither
     const started = performance.now();
-    const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.sha256.slice(0, 16)}`) : null;
-    const urls = [config.files.prefill, config.files.step, config.files.weights, config.files.wasm];
+    const cache = globalThis.caches ? await caches.open(`${CACHE}-${config.cacheKey}`) : null;
+    const names = ["prefill", "step", "weights", "wasm"], urls = names.map((name) => config.files[name]);
     const files = await Promise.all(urls.map((url) => fetchBytes(url, cache, url.endsWith(".gz"))));
     const [prefill, step, weights, wasm] = files;
     const fetched = performance.now();
-    let checked = weights.cached ? "checked on the first visit" : "not checked (no crypto.subtle outside https/localhost)";
-    if (!weights.cached && globalThis.crypto?.subtle) {
-      const digest = await sha256(weights.bytes);
-      if (digest !== config.sha256)
-        throw new Error(`model.safetensors is not the checkpoint the graphs came from (sha256 ${digest.slice(0, 12)}…)`);
-      checked = "checked";
-      await Promise.all(urls.map((url, i) => cache?.put(url, new Response(files[i].bytes))));
+    let checked = "checked on the first visit";
+    if (!files.every((f) => f.cached)) {
+      const verdicts = await Promise.all(names.map((name, i) => verify(name, urls[i], files[i].bytes, config.hashes[name])));
+      checked = verdicts.includes("checked") ? "checked" : verdicts[0];
+      if (checked === "checked") await Promise.all(urls.map((url, i) => cache?.put(url, new Response(files[i].bytes))));
     }
     const hashed = performance.now();
     ort.env.wasm.wasmBinary = wasm.bytes;
