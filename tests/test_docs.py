@@ -213,7 +213,7 @@ def test_no_shipped_file_names_a_developers_machine():
 @pytest.mark.parametrize("facts", sorted(CHECKPOINTS.glob("*/training.json")), ids=name)
 def test_training_json_says_where_its_own_command_wrote(facts):
     """"out" is what the trainer's loadable_name gives for the command's --out (default checkpoints/<kind>)."""
-    from toyviz.training.train import loadable_name
+    from toyviz.training.card import loadable_name
     facts_json = read_json(facts)
     args = shlex.split(facts_json["command"])
     kind = args[args.index("toyviz.train") + 1]

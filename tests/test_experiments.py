@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_variant_list_imports_no_training_code():
     """The app lists the variants from toyviz.training.variants; that must not pull in the training loop."""
-    check = ("import sys, toyviz.training.variants as v; assert 'toyviz.training.train' not in sys.modules, 'toyviz.training.train imported'; "
+    check = ("import sys, toyviz.training.variants as v; assert 'toyviz.training.loop' not in sys.modules, 'toyviz.training.loop imported'; "
              "assert 'toyviz.training.experiments' not in sys.modules; print(len(v.VARIANTS))")
     done = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -11,8 +11,8 @@ import toyviz
 from toyviz.interpret import sites
 from toyviz.interpret.dashboards import BEFORE, DEAD, NO_PATTERN, Dashboards, label
 from toyviz.interpret.dictionary import load_features
-from toyviz.interpret.train_dictionary import (MAX_FILE_BYTES, collect, describe, held_out_windows, losses, save, stream_directions,
-                             train)
+from toyviz.training.dictionary import (MAX_FILE_BYTES, collect, describe, held_out_windows, losses, save, stream_directions,
+                                        train)
 from toyviz.app.figures import features as figures
 from toyviz.interpret.sae import SAEConfig, SparseAutoencoder
 from toyviz.models.hooks import steering

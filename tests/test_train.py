@@ -24,8 +24,13 @@ from toyviz.models.config import GPTConfig
 from toyviz.training.data.text import load_text
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.checkpoint import CHECKPOINTS
-from toyviz.training.train import (MIN_TRAIN_CHARS, TIMED_STEPS, Distributed, copy_batch, copy_period_at, gpt_batch,
-                          loadable_name, lr_at, main, train_loop)
+from toyviz.training import loop
+from toyviz.training.batches import copy_batch, copy_period_at, gpt_batch
+from toyviz.training.card import loadable_name
+from toyviz.training.cli import main
+from toyviz.training.distributed import Distributed
+from toyviz.training.gpt import MIN_TRAIN_CHARS
+from toyviz.training.loop import TIMED_STEPS, Checkpointing, Evaluation, Schedule, train_loop
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -170,12 +175,13 @@ def test_card_loads_the_repository_checkpoints_by_name():
 
 
 def test_lr_warms_up_then_decays_to_its_floor():
-    assert lr_at(0, 100, 1.0, 10, 0.1) == pytest.approx(0.1)           # warm-up starts at peak / warmup
-    assert lr_at(9, 100, 1.0, 10, 0.1) == pytest.approx(1.0)
-    assert lr_at(10, 100, 1.0, 10, 0.1) == pytest.approx(1.0)          # cosine starts at the peak
-    assert lr_at(55, 100, 2.0, 10, 0.0) == pytest.approx(1.0)          # half-way: half the peak
-    assert lr_at(100, 100, 1.0, 10, 0.1) == pytest.approx(0.1)
-    assert lr_at(100, 100, 1.0, 10, 0.0) == 0.0
+    floor, full = Schedule(lr=1.0, warmup=10, lr_floor=0.1), Schedule(lr=2.0, warmup=10, lr_floor=0.0)
+    assert floor.lr_at(0, 100) == pytest.approx(0.1)                   # warm-up starts at peak / warmup
+    assert floor.lr_at(9, 100) == pytest.approx(1.0)
+    assert floor.lr_at(10, 100) == pytest.approx(1.0)                  # cosine starts at the peak
+    assert full.lr_at(55, 100) == pytest.approx(1.0)                   # half-way: half the peak
+    assert floor.lr_at(100, 100) == pytest.approx(0.1)
+    assert full.lr_at(100, 100) == 0.0
 
 
 def test_too_short_text_says_how_much_is_needed(tmp_path, data_dir):
@@ -197,7 +203,7 @@ def free_port() -> int:
 
 
 def tiny_run(dist: Distributed):
-    """A tiny GPT and its loss_fn, built as train_gpt builds them: the same seed and batch generator
+    """A tiny GPT and its loss_fn, built as gpt_recipe builds them: the same seed and batch generator
     on every rank, so each rank cuts its rows (Distributed.shard) out of one global gpt_batch."""
     torch.manual_seed(0)
     model = ToyGPT(GPTConfig(vocab_size=64, context=CONTEXT, n_layer=1, n_head=2, d_model=32))
@@ -223,7 +229,7 @@ def run_steps(out: Path) -> None:
     grads = {n: p.grad.clone() for n, p in probe.named_parameters()}
 
     model, loss_fn = tiny_run(dist)
-    history = train_loop(model, loss_fn, steps=STEPS, minutes=None, lr=1e-3, warmup=1, dist=dist,
+    history = train_loop(model, loss_fn, Schedule(steps=STEPS, lr=1e-3, warmup=1), dist=dist,
                          tokens_per_step=BATCH * CONTEXT)
     torch.save({"params": model.state_dict(), "grads": grads, "history": history}, out / f"rank{dist.rank}.pt")
     dist.close()
@@ -279,16 +285,14 @@ def test_two_ranks_take_the_same_step_as_one_process(tmp_path, monkeypatch):
 def _rank_minutes(rank: int, world: int, port: int, out: str) -> None:
     """Two ranks whose clocks disagree (rank 1's runs twice as fast), as real GPUs' timings always do a
     little: the step count fixed from the timed first steps must still be the same on both."""
-    import toyviz.training.train
-
     ticks = iter(range(10**6))
-    toyviz.training.train.time = types.SimpleNamespace(time=lambda: next(ticks) * 0.01 / (rank + 1))
+    loop.time = types.SimpleNamespace(time=lambda: next(ticks) * 0.01 / (rank + 1))
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     torch.set_num_threads(1)
     dist = Distributed("cpu")
     model, loss_fn = tiny_run(dist)
-    history = train_loop(model, loss_fn, steps=None, minutes=0.01, lr=1e-3, warmup=1, dist=dist,
+    history = train_loop(model, loss_fn, Schedule(minutes=0.01, lr=1e-3, warmup=1), dist=dist,
                          tokens_per_step=BATCH * CONTEXT)
     Path(out, f"rank{rank}.json").write_text(json.dumps(history))
     dist.close()
@@ -304,17 +308,15 @@ def test_ranks_with_different_clocks_stop_together(tmp_path):
 def test_minutes_budget_is_filled_despite_slow_first_steps(monkeypatch):
     """The first steps run slower (allocation, set-up); timing them made CPU runs stop 3–8 % short of
     --minutes. Here the first 5 steps take 3 s and the rest 1 s: a 2-minute budget must give ~2 minutes."""
-    import toyviz.training.train
-
     clock = {"now": 0.0}
-    monkeypatch.setattr(toyviz.training.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+    monkeypatch.setattr(loop, "time", types.SimpleNamespace(time=lambda: clock["now"]))
 
     def slow_then_steady(step, wrapped):
         clock["now"] += 3.0 if step < TIMED_STEPS[0] else 1.0
         return loss_fn(step, wrapped)
 
     model, loss_fn = tiny_run(Distributed("cpu"))
-    history = train_loop(model, slow_then_steady, steps=None, minutes=2, lr=1e-3, warmup=1,
+    history = train_loop(model, slow_then_steady, Schedule(minutes=2, lr=1e-3, warmup=1),
                          dist=Distributed("cpu"), tokens_per_step=BATCH * CONTEXT)
     assert 118 <= clock["now"] <= 120 and len(history) == 120 - 2 * TIMED_STEPS[0]
 
@@ -353,17 +355,15 @@ def test_torchrun_two_ranks_only_rank_0_writes(tmp_path, corpus_file):
 def test_a_run_that_slows_down_still_ends_on_its_budget(monkeypatch):
     """--minutes re-estimates the step count as it goes: if steps take twice as long from step 150 on
     (another job on the machine), a 10-minute budget still ends near 10 minutes, not at 15."""
-    import toyviz.training.train
-
     clock = {"now": 0.0}
-    monkeypatch.setattr(toyviz.training.train, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+    monkeypatch.setattr(loop, "time", types.SimpleNamespace(time=lambda: clock["now"]))
 
     def slows_down(step, wrapped):
         clock["now"] += 1.0 if step < 150 else 2.0
         return loss_fn(step, wrapped)
 
     model, loss_fn = tiny_run(Distributed("cpu"))
-    history = train_loop(model, slows_down, steps=None, minutes=10, lr=1e-3, warmup=1, lr_floor=0.0,
+    history = train_loop(model, slows_down, Schedule(minutes=10, lr=1e-3, warmup=1, lr_floor=0.0),
                          dist=Distributed("cpu"), tokens_per_step=BATCH * CONTEXT)
     assert 590 <= clock["now"] <= 610, clock["now"]
     assert history[-1]["lr"] < 1e-5            # the cosine still ends at the last step
@@ -371,9 +371,9 @@ def test_a_run_that_slows_down_still_ends_on_its_budget(monkeypatch):
 
 def test_probe_scores_are_recorded_every_k_steps_in_the_history():
     model, loss_fn = tiny_run(Distributed("cpu"))
-    history = train_loop(model, loss_fn, steps=12, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
-                         tokens_per_step=BATCH * CONTEXT, probe_fn=lambda: {"induction": [[0.5, 0.25]]},
-                         probe_every=5)
+    history = train_loop(model, loss_fn, Schedule(steps=12, lr=1e-3, warmup=1), dist=Distributed("cpu"),
+                         tokens_per_step=BATCH * CONTEXT,
+                         evaluation=Evaluation(probe_fn=lambda: {"induction": [[0.5, 0.25]]}, probe_every=5))
     assert [r["step"] for r in history if "heads" in r] == [5, 10, 12]      # and the last step
     json.dumps(history)                                                     # history.json stays plain JSON
 
@@ -382,10 +382,12 @@ def test_the_first_record_that_meets_snapshot_when_is_saved_as_a_snapshot_once()
     model, loss_fn = tiny_run(Distributed("cpu"))
     saved = []
     scores = iter([0.1, 0.7, 0.9])                                          # probes at steps 4, 8, 12
-    train_loop(model, loss_fn, steps=13, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
-               tokens_per_step=BATCH * CONTEXT, on_save=lambda history, sub: saved.append(sub),
-               probe_fn=lambda: {"induction": [[next(scores, 0.9)]]}, probe_every=4,
-               snapshot_when=lambda record: "heads" in record and record["heads"]["induction"][0][0] >= 0.5)
+    train_loop(model, loss_fn, Schedule(steps=13, lr=1e-3, warmup=1), dist=Distributed("cpu"),
+               tokens_per_step=BATCH * CONTEXT,
+               evaluation=Evaluation(probe_fn=lambda: {"induction": [[next(scores, 0.9)]]}, probe_every=4),
+               checkpointing=Checkpointing(
+                   save=lambda history, sub: saved.append(sub),
+                   snapshot_when=lambda record: "heads" in record and record["heads"]["induction"][0][0] >= 0.5))
     assert saved == ["snapshots/step-000008"]                               # born at 8; not again at 12
 
 
@@ -416,7 +418,7 @@ def test_copy_batches_are_bos_then_a_random_run_twice():
 def test_a_continued_run_carries_on_the_earlier_history():
     model, loss_fn = tiny_run(Distributed("cpu"))
     earlier = [{"step": s, "tokens": s * 100, "seconds": s * 2.0, "train_loss": 5.0, "lr": 0.0} for s in (1, 2, 3)]
-    history = train_loop(model, loss_fn, steps=4, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
+    history = train_loop(model, loss_fn, Schedule(steps=4, lr=1e-3, warmup=1), dist=Distributed("cpu"),
                          tokens_per_step=BATCH * CONTEXT, earlier=earlier)
     assert history[:3] == earlier and [r["step"] for r in history[3:]] == [4, 5, 6, 7]
     assert history[-1]["tokens"] == 300 + 4 * BATCH * CONTEXT and history[3]["seconds"] >= 6.0
@@ -460,7 +462,7 @@ def test_named_losses_are_each_recorded_and_their_sum_is_trained():
         seen.append(lm.item())
         return {"train_loss": lm, "copy_loss": 2 * lm}
 
-    history = train_loop(model, two_losses, steps=3, minutes=None, lr=1e-3, warmup=1, dist=Distributed("cpu"),
+    history = train_loop(model, two_losses, Schedule(steps=3, lr=1e-3, warmup=1), dist=Distributed("cpu"),
                          tokens_per_step=BATCH * CONTEXT)
     assert [r["train_loss"] for r in history] == pytest.approx(seen, abs=1e-4)
     assert [r["copy_loss"] for r in history] == pytest.approx([2 * v for v in seen], abs=1e-4)
@@ -481,8 +483,8 @@ def test_average_last_ships_the_mean_of_the_last_evaluated_weights_only_when_it_
             w = model.weight.detach().clone()
             seen.append(w)
             return float(w.sum()) if prefer_averaged else -float(w.sum())  # the weights grow: last is largest
-        history = train_loop(model, loss_fn, steps=6, minutes=None, lr=0.1, warmup=1, dist=Distributed("cpu"),
-                             tokens_per_step=1, eval_fn=eval_fn, eval_every=2, average_last=3)
+        history = train_loop(model, loss_fn, Schedule(steps=6, lr=0.1, warmup=1), dist=Distributed("cpu"),
+                             tokens_per_step=1, evaluation=Evaluation(eval_fn, every=2, average_last=3))
         return model.weight.detach(), seen, history[-1]
 
     weight, seen, record = run(prefer_averaged=True)

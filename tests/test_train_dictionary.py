@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import toyviz
-from toyviz.interpret import train_dictionary
+from toyviz.training import dictionary
 from toyviz.training.data import shakespeare
 
 from conftest import ENGLISH
@@ -45,7 +45,7 @@ def test_the_trainer_saves_a_dictionary_that_does_what_its_metrics_say(tiny_chec
     monkeypatch.setattr(shakespeare, "load_works", lambda fetch=True: {
         "hamlet": HELD_OUT, "tempest": ENGLISH, "twelfth_night": HELD_OUT})
     out = tmp_path / "features"
-    metrics = train_dictionary.main(["--gpt", str(tiny_checkpoints["gpt"]), "--site", "resid_post.0", "--width", "64",
+    metrics = dictionary.main(["--gpt", str(tiny_checkpoints["gpt"]), "--site", "resid_post.0", "--width", "64",
                                      "--k", "4", "--tokens", "3000", "--steps", "60", "--batch", "256", "--lr", "3e-3",
                                      "--ce-windows", str(CE_WINDOWS), "--out", str(out), "--device", "cpu"])
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])          # the last line: the metrics

@@ -12,7 +12,9 @@ from safetensors.torch import load_file
 
 from toyviz.training.data import bible
 from toyviz.training.data.bible import VersePair
-from toyviz.training.train import VerseBatches, main, recipe_argv
+from toyviz.training.batches import VerseBatches
+from toyviz.training.cli import main
+from toyviz.training.run import recipe_argv
 
 TINY = ["--layers", "1", "--heads", "2", "--d-model", "32", "--d-ff", "64", "--context", "64", "--batch", "8",
         "--vocab", "300", "--warmup", "2", "--lr", "3e-3", "--eval-every", "2", "--eval-limit", "2",
@@ -102,15 +104,13 @@ def test_resume_refuses_a_missing_state_and_other_flags_and_a_fresh_run_will_not
 
 def test_held_out_books_stay_out_of_training_in_every_source(tmp_path, bible_cache, monkeypatch):
     seen = []
-    import toyviz.training.train as train
-
-    original = train.VerseBatches.__init__
+    original = VerseBatches.__init__
 
     def spy(self, versions, batch, seed):
         seen.extend(versions)
         original(self, versions, batch, seed)
 
-    monkeypatch.setattr(train.VerseBatches, "__init__", spy)
+    monkeypatch.setattr(VerseBatches, "__init__", spy)
     main(["translator", "--steps", "1", *TINY, "--out", str(tmp_path / "run")])
     tok_rows = {tuple(src) for rows in seen for src, _ in rows}
     from toyviz import load

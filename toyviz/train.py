@@ -1,5 +1,5 @@
-"""`python -m toyviz.train …`, the command the model cards give: the training code is toyviz.training.train."""
-from toyviz.training.train import main
+"""`python -m toyviz.train …`, the command the model cards give: the code is toyviz.training.cli."""
+from toyviz.training.cli import main
 
 if __name__ == "__main__":
     main()

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from toyviz.training.batches import translation_batch
+
 
 def bits_per_char(total_nats: float, n_chars: int) -> float:
     """Total negative log-likelihood (nats) of a text → bits per character of that text.
@@ -79,19 +81,6 @@ def head_facts(gpt, val_text: str) -> dict:
             "previous_token_score_max": max(map(max, scores["previous-token"])),
             "previous_token_score_max_on_repeats": round(float(on_repeats.max()), 4),
             "in_context_drop": in_context_drop(gpt.model, probes.repeats, probes.period)}
-
-
-def translation_batch(rows, src_pad: int, tgt_pad: int, bos: int, eos: int):
-    """(src ids, tgt ids) rows → src (B, S), decoder input (B, T), target (B, T) padded; -1 marks padding targets."""
-    S, T = max(len(s) for s, _ in rows), max(len(t) for _, t in rows) + 1
-    src = torch.full((len(rows), S), src_pad)
-    tgt_in = torch.full((len(rows), T), tgt_pad)
-    tgt_out = torch.full((len(rows), T), -1)
-    for r, (s, t) in enumerate(rows):
-        src[r, : len(s)] = torch.tensor(s)
-        tgt_in[r, : len(t) + 1] = torch.tensor([bos] + t)
-        tgt_out[r, : len(t) + 1] = torch.tensor(t + [eos])
-    return src, tgt_in, tgt_out
 
 
 def encode_pair(translator, en: str, es: str) -> tuple[list[int], list[int]]:

