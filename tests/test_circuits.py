@@ -14,6 +14,7 @@ import toyviz
 from toyviz.errors import UserError
 from toyviz.interpret.circuits import export, frozen, load_transcoders, trace
 from toyviz.interpret.circuits.graph import attribute
+from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.circuits.prune import normalised, prune, scores
 from toyviz.interpret.transcoders import FOLDER, Transcoder, TranscoderConfig, TranscoderSet
 from toyviz import circuits as command
@@ -192,3 +193,26 @@ def test_a_target_must_be_one_token(tiny_gpt):
 
 def test_cantor_pairing_is_circuit_tracers():
     assert [export.cantor(x, y) for x, y in ((0, 0), (1, 0), (0, 1), (2, 3))] == [0, 1, 2, 18]
+
+
+def test_the_graphs_prediction_of_an_intervention_is_the_frozen_model_with_features_following(case, graph):
+    """Doubling a feature: the graph's predicted logit change equals the frozen model's when every later
+    feature is set to what the change makes of its pre-activation (active set held), layer after layer; and
+    the real GPT, given the same edit, moves its logit the same way for a strong early feature."""
+    model, transcoders, ids, target = case
+    prompt = graph.prompt
+    layer, position, slot = prompt.active()
+    node = int(graph.adjacency[graph.logit_index, :graph.n_features].abs().argmax())
+    result = intervene(model, transcoders, graph, node, 2.0)
+    index = (layer[node], position[node], slot[node])
+    acts = prompt.leaves.acts.clone()
+    acts[index] *= 2
+    later = layer > layer[node]
+    for _ in range(graph.n_layers):
+        values = frozen.run(model, transcoders, prompt, frozen.Leaves(prompt.leaves.tokens, acts, prompt.leaves.errors))
+        acts[layer[later], position[later], slot[later]] = values.features[later]
+    before = frozen.run(model, transcoders, prompt, prompt.leaves).logit
+    assert result.predicted_logit_change == pytest.approx(float(values.logit - before), rel=1e-6)
+    assert result.predicted_logit_change != 0 and result.real_logit_change != 0
+    assert result.prob_before == pytest.approx(float(prompt.logits[-1].softmax(-1)[target]))
+    assert intervene(model, transcoders, graph, node, 1.0).real_logit_change == pytest.approx(0, abs=1e-9)
