@@ -5,7 +5,8 @@
 
 frozen: the GPT made linear for the prompt (attention patterns and norm scales fixed, MLPs → features +
 errors); graph: the nodes and every direct effect between them, by batched backward passes; prune: influence,
-pruning and the replacement / completeness scores; export: Neuronpedia's / circuit-tracer's JSON.
+pruning and the replacement / completeness scores; export: Neuronpedia's / circuit-tracer's JSON; intervene:
+one feature scaled, the graph's predicted change beside the real GPT's. docs/circuits.md says how to read it.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from toyviz.interpret.circuits.graph import Graph, attribute
 from toyviz.interpret.circuits.prune import EDGE_THRESHOLD, NODE_THRESHOLD, Pruned, prune, scores
 from toyviz.interpret.transcoders import FOLDER, TranscoderSet
 
-BATCH = 256                   # target rows per backward pass
+BATCH = 512                   # target rows per backward pass (per row 7.0 ms at 256, 4.9 ms at 1,024 on a busy CPU)
 
 
 @dataclass
