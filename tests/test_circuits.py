@@ -216,3 +216,12 @@ def test_the_graphs_prediction_of_an_intervention_is_the_frozen_model_with_featu
     assert result.predicted_logit_change != 0 and result.real_logit_change != 0
     assert result.prob_before == pytest.approx(float(prompt.logits[-1].softmax(-1)[target]))
     assert intervene(model, transcoders, graph, node, 1.0).real_logit_change == pytest.approx(0, abs=1e-9)
+
+
+def test_feature_labels_name_the_features_in_the_json(tiny_gpt):
+    transcoders = random_transcoders(tiny_gpt.config)
+    labels = [[f"layer {layer} feature {f}" for f in range(64)] for layer in range(tiny_gpt.config.n_layer)]
+    graph = trace(tiny_gpt, transcoders, PROMPT, labels=labels).to_json()
+    features = [node for node in graph["nodes"] if node["feature_type"] == "cross layer transcoder"]
+    assert features and all(node["clerp"] == "layer {} feature {}".format(*map(int, node["node_id"].split("_")[:2]))
+                            for node in features)

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 
 import toyviz
 from toyviz.interpret import train_transcoders
-from toyviz.interpret.transcoders import FOLDER, Transcoder, TranscoderConfig, TranscoderSet, splicing
+from toyviz.interpret.dashboards import Dashboards
+from toyviz.interpret.transcoders import DASHBOARDS, FOLDER, Transcoder, TranscoderConfig, TranscoderSet, splicing
 from toyviz.training.data import shakespeare
 
 from conftest import ENGLISH
@@ -82,16 +83,23 @@ def test_the_trainer_saves_transcoders_that_do_what_their_metrics_say(tiny_check
 
     # the figures again, through torch's module hooks: FVE and L0 per layer, the loss with all spliced in
     ids, T = gpt.tokenizer.encode(HELD_OUT + "\n\n" + HELD_OUT), gpt.config.context
-    y = torch.tensor(ids[: len(ids) // T * T]).view(-1, T)[:4]
+    every = torch.tensor(ids[: len(ids) // T * T]).view(-1, T)          # the held-out windows; metrics read 4
+    y = every[:4]
     x = torch.cat([torch.full((len(y), 1), gpt.bos), y[:, :-1]], dim=1)
     logits, seen = run_with_mlps(gpt.model, x)
     for layer, t in enumerate(transcoders):
         a, b = (v[:, 1:].flatten(0, 1) for v in seen[layer])
         with torch.no_grad():
-            values, _ = t.encode(a)
+            values, indices = t.encode(a)
             fve = 1 - float((b - t.predict(a)).pow(2).sum() / (b - b.mean(0)).pow(2).sum())
         assert metrics["layers"][layer]["fve"] == pytest.approx(fve, abs=1e-4)
         assert metrics["layers"][layer]["l0"] == pytest.approx(float((values > 0).sum(-1).float().mean()), abs=1e-4)
+        # every feature's dashboard, made on all the held-out windows: on these first 4, a feature fires at
+        # most as often as the dashboard's frequency allows over all of them
+        board = Dashboards.load(out / DASHBOARDS / f"layer{layer}")
+        assert len(board.labels) == 64 and board.tokens == every[:, 1:].numel()
+        fired = torch.bincount(indices[values > 0], minlength=64)
+        assert (fired <= board.frequency * board.tokens + 1e-3).all() and fired.sum() > 0
     loss = lambda out: float(F.cross_entropy(out[:, 1:].flatten(0, 1), y[:, 1:].flatten()))
     spliced, _ = run_with_mlps(gpt.model, x, lambda layer, a: transcoders[layer].predict(a))
     zeroed, _ = run_with_mlps(gpt.model, x, lambda layer, a: torch.zeros_like(a))
@@ -102,6 +110,11 @@ def test_the_trainer_saves_transcoders_that_do_what_their_metrics_say(tiny_check
     # on its own figures: the untrained tiny GPT's MLPs barely matter, so CE_zero − CE_gpt is ~1e-4 here
     assert metrics["ce_recovered"] == pytest.approx(recovered, rel=1e-9)
     assert metrics["held_out_tokens"] == y[:, 1:].numel()
+    # --describe rebuilds the dashboards of the saved transcoders without training
+    (out / DASHBOARDS / "layer1" / "dashboards.json").unlink()
+    assert train_transcoders.main(["--gpt", str(tiny_checkpoints["gpt"]), "--out", str(out), "--describe",
+                                   "--device", "cpu"]) == metrics
+    assert Dashboards.load(out / DASHBOARDS / "layer1").labels == board.labels
 
 
 def test_training_resumes_where_it_stopped(tiny_checkpoints, tmp_path):

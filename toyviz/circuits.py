@@ -15,7 +15,8 @@ from pathlib import Path
 
 def main(argv=None) -> dict:
     import toyviz
-    from toyviz.interpret.circuits import EDGE_THRESHOLD, NODE_THRESHOLD, load_transcoders, trace
+    from toyviz.interpret.circuits import EDGE_THRESHOLD, NODE_THRESHOLD, load_labels, load_transcoders, trace
+    from toyviz.interpret.transcoders import FOLDER
 
     p = argparse.ArgumentParser(prog="python -m toyviz.circuits", description=__doc__.split("\n\n")[0])
     p.add_argument("prompt")
@@ -28,7 +29,8 @@ def main(argv=None) -> dict:
     p.add_argument("--device", default=None)
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     gpt = toyviz.load(args.gpt, device=args.device)
-    circuit = trace(gpt, load_transcoders(gpt, args.transcoders), args.prompt, args.target,
+    folder = args.transcoders or Path(gpt.source) / FOLDER
+    circuit = trace(gpt, load_transcoders(gpt, folder), args.prompt, args.target, labels=load_labels(folder),
                     node_threshold=args.node_threshold, edge_threshold=args.edge_threshold)
     graph = circuit.to_json()
     out = Path(args.out or f"{graph['metadata']['slug']}.json")

@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 
 from toyviz.api import GPT, load, resolve_device
-from toyviz.interpret.transcoders import (FOLDER, Transcoder, TranscoderConfig, TranscoderSet, mlp_input, mlp_output,
+from toyviz.interpret.dashboards import Dashboards, build, logit_effects
+from toyviz.interpret.transcoders import (DASHBOARDS, FOLDER, Transcoder, TranscoderConfig, TranscoderSet, mlp_input, mlp_output,
                                           splicing)
 from toyviz.training.batches import gpt_batch
 from toyviz.training.dictionary import DEAD_AFTER, LR_DECAY, MAX_FILE_BYTES, held_out_windows
@@ -183,6 +184,30 @@ def evaluate(gpt: GPT, transcoders: TranscoderSet, x: torch.Tensor, y: torch.Ten
             "ce_recovered": recovered("spliced"), "held_out_tokens": tokens}
 
 
+@torch.no_grad()
+def describe(gpt: GPT, transcoders: TranscoderSet, x: torch.Tensor, batch: int = 8) -> list[Dashboards]:
+    """Held-out windows x (W, T) → every feature's dashboard, per layer (toyviz.interpret.dashboards: top
+    contexts, histogram, the tokens its decoder row promotes through the final norm and the unembedding)."""
+    kept = [([], []) for _ in transcoders]
+    for i in range(0, len(x), batch):
+        inputs, _ = record_mlps(gpt.model, x[i: i + batch].to(gpt.device))
+        for t, (values, indices) in zip(transcoders, kept):
+            v, ids = t.encode(inputs[t.transcoder_config.layer].flatten(0, 1))
+            values.append(v.cpu())
+            indices.append(ids.cpu())
+    model = gpt.model
+    return [build(x.flatten(), x.shape[1], torch.cat(indices), torch.cat(values), t.config.width,
+                  logit_effects(t.W_dec.detach(), model.ln_f.weight, model.head.weight).cpu(), gpt.tokenizer.piece)
+            for t, (values, indices) in zip(transcoders, kept)]
+
+
+def save_dashboards(folder: Path, dashboards: list[Dashboards]) -> None:
+    """<folder>/dashboards/layer<i>/ each, as toyviz.interpret.dashboards saves one dictionary's."""
+    for layer, board in enumerate(dashboards):
+        (folder / DASHBOARDS / f"layer{layer}").mkdir(parents=True, exist_ok=True)
+        board.save(folder / DASHBOARDS / f"layer{layer}")
+
+
 def zero_after_first(layer: int) -> dict:
     """A hook that zeroes layer's MLP output at every position but the first (the BOS)."""
     return {mlp_output(layer): lambda out: torch.cat([out[:, :1], torch.zeros_like(out[:, 1:])], dim=1)}
@@ -234,6 +259,8 @@ def parse_args(argv=None):
     p.add_argument("--eval-windows", type=int, default=64, help="held-out windows the figures are measured on")
     p.add_argument("--save-every", type=float, default=120.0, help="seconds between saves of the resumable state")
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    p.add_argument("--describe", action="store_true",
+                   help="only (re)build the saved transcoders' feature dashboards in --out, no training")
     p.add_argument("--out", default=None, help="output folder (default <GPT checkpoint>/transcoders)")
     p.add_argument("--device", default=None)
     return p.parse_args(argv)
@@ -253,20 +280,25 @@ def main(argv=None) -> dict:
     dtype = torch.float32 if 2 * args.width * gpt.config.d_model * 4 < 0.95 * MAX_FILE_BYTES else torch.float16
     out = Path(args.out) if args.out else Path(gpt.source) / FOLDER
     train_text, held_text = shakespeare.split(shakespeare.load_works())
+    x, y = held_out_windows(torch.tensor(gpt.tokenizer.encode(held_text)), gpt.bos, gpt.config.context)
+    if args.describe:
+        save_dashboards(out, describe(gpt, TranscoderSet.load(out, str(gpt.device)), x))
+        log(f"described the features of {out} on {x[:, 1:].numel():,} held-out tokens")
+        return json.loads((out / "metrics.json").read_text())
     train_ids = torch.tensor(gpt.tokenizer.encode(train_text), dtype=torch.int32)
     transcoders, facts = train(gpt, train_ids, width=args.width, k=args.k, minutes=args.minutes,
                                windows=args.windows, batch=args.batch, reuse=args.reuse, lr=args.lr, seed=args.seed,
                                resume=out / "resume.pt", save_every=args.save_every, log=log)
-    x, y = held_out_windows(torch.tensor(gpt.tokenizer.encode(held_text)), gpt.bos, gpt.config.context)
     measured = evaluate(gpt, transcoders, x[: args.eval_windows], y[: args.eval_windows])
     metrics = {"width": args.width, "k": args.k, **measured, **facts, "batch": args.batch, "reuse": args.reuse,
                "dtype": str(dtype).removeprefix("torch."), "gpt": args.gpt,
                "command": " ".join(["python -m toyviz.transcoders", *argv])}
     transcoders.save(out, dtype)
+    save_dashboards(out, describe(gpt, transcoders, x))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     (out / "README.md").write_text(card(metrics))
     (out / "resume.pt").unlink(missing_ok=True)
-    too_big = [f.name for f in out.iterdir() if f.stat().st_size >= MAX_FILE_BYTES]
+    too_big = [f.name for f in out.rglob("*") if f.is_file() and f.stat().st_size >= MAX_FILE_BYTES]
     if too_big:
         raise SystemExit(f"{', '.join(too_big)} in {out} reached 10 MiB")
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "layers"}))

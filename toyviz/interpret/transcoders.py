@@ -29,6 +29,7 @@ from toyviz.interpret.sae import AUX_WEIGHT, SAEConfig, SparseAutoencoder
 from toyviz.models import names
 
 FOLDER = "transcoders"        # inside a GPT's checkpoint folder
+DASHBOARDS = "dashboards"     # inside FOLDER: layer<i>/, each feature's dashboard (toyviz.interpret.dashboards)
 
 
 def mlp_input(layer: int) -> str:

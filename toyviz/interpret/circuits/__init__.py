@@ -21,7 +21,8 @@ from toyviz.errors import UserError
 from toyviz.interpret.circuits import export
 from toyviz.interpret.circuits.graph import Graph, attribute
 from toyviz.interpret.circuits.prune import EDGE_THRESHOLD, NODE_THRESHOLD, Pruned, prune, scores
-from toyviz.interpret.transcoders import FOLDER, TranscoderSet
+from toyviz.interpret.dashboards import Dashboards
+from toyviz.interpret.transcoders import DASHBOARDS, FOLDER, TranscoderSet
 
 BATCH = 512                   # target rows per backward pass (per row 7.0 ms at 256, 4.9 ms at 1,024 on a busy CPU)
 
@@ -38,12 +39,14 @@ class Circuit:
     prob: float               # the GPT's probability of the target after the prompt
     settings: dict
     seconds: float            # time to compute it
+    labels: list[list[str]] | None = None   # each layer's feature labels (their dashboards'), if known
 
     def to_json(self, slug: str | None = None) -> dict:
         slug = slug or re.sub(r"[^a-z0-9]+", "-", f"{self.prompt} {self.target_piece}".lower()).strip("-")[:60]
         return export.to_json(self.graph, self.pruned, prompt=self.prompt, pieces=self.pieces,
                               target_piece=self.target_piece, prob=self.prob,
-                              scores=(self.replacement, self.completeness), settings=self.settings, slug=slug)
+                              scores=(self.replacement, self.completeness), settings=self.settings, slug=slug,
+                              labels=self.labels)
 
 
 def load_transcoders(gpt, folder: str | Path | None = None) -> TranscoderSet:
@@ -52,6 +55,12 @@ def load_transcoders(gpt, folder: str | Path | None = None) -> TranscoderSet:
     if not (folder / "transcoders.json").is_file():
         raise FileNotFoundError(f"no transcoders in {folder}: train them with python -m toyviz.transcoders")
     return TranscoderSet.load(folder, str(gpt.device))
+
+
+def load_labels(transcoders_folder: str | Path) -> list[list[str]] | None:
+    """Each layer's feature labels from the transcoders' dashboards (python -m toyviz.transcoders), or None."""
+    layers = sorted((Path(transcoders_folder) / DASHBOARDS).glob("layer*"), key=lambda f: int(f.name[len("layer"):]))
+    return [Dashboards.load(folder).labels for folder in layers] or None
 
 
 def target_id(gpt, target: str | None, logits: torch.Tensor) -> int:
@@ -66,9 +75,10 @@ def target_id(gpt, target: str | None, logits: torch.Tensor) -> int:
 
 
 def trace(gpt, transcoders: TranscoderSet, prompt: str, target: str | None = None, *,
-          node_threshold: float = NODE_THRESHOLD, edge_threshold: float = EDGE_THRESHOLD, batch: int = BATCH) -> Circuit:
+          node_threshold: float = NODE_THRESHOLD, edge_threshold: float = EDGE_THRESHOLD, batch: int = BATCH,
+          labels: list[list[str]] | None = None) -> Circuit:
     """The attribution graph of `target` (a one-token string; default: the GPT's top prediction) after
-    `prompt`, pruned by influence."""
+    `prompt`, pruned by influence; `labels` (load_labels) name its features in the JSON."""
     start = time.time()
     ids, dropped = gpt.encode(prompt)
     if dropped:
@@ -82,4 +92,4 @@ def trace(gpt, transcoders: TranscoderSet, prompt: str, target: str | None = Non
     settings = {"node_threshold": node_threshold, "edge_threshold": edge_threshold, "batch_size": batch,
                 "target": "logit − mean logit, frozen attention and layer norms"}
     return Circuit(graph, pruned, replacement, completeness, prompt, gpt.tokenizer.pieces(ids),
-                   gpt.tokenizer.piece(token), float(logits.softmax(-1)[token]), settings, time.time() - start)
+                   gpt.tokenizer.piece(token), float(logits.softmax(-1)[token]), settings, time.time() - start, labels)

@@ -8,7 +8,8 @@ The fields (Neuronpedia's graph-schema.json, the JSON circuit-tracer's create_gr
   batch_size and what else made the graph). Ours also has `scores` (replacement, completeness, and the
   shares of influence the pruned graph kept), which the schema allows as an extra key.
 - qParams: the viewer's saved state: pinnedIds, supernodes, linkType ("both"), clickedId, sg_pos.
-- nodes: node_id, feature, layer (a string), ctx_idx (position), feature_type, jsNodeId, clerp (label),
+- nodes: node_id, feature, layer (a string), ctx_idx (position), feature_type, jsNodeId, clerp (label: a
+  feature's from its dashboard, where the transcoders have them),
   influence, activation, token_prob, is_target_logit. Per kind, as circuit-tracer makes them:
     feature  node_id "<layer>_<feature>_<pos>", feature = Cantor pairing of (layer, feature),
              feature_type "cross layer transcoder" (the viewer's name for any transcoder feature; ours are
@@ -47,7 +48,8 @@ def cumulative(influence: torch.Tensor) -> torch.Tensor:
     return shares
 
 
-def node_records(graph: Graph, pruned: Pruned, pieces: list[str], target_piece: str, prob: float) -> list[dict]:
+def node_records(graph: Graph, pruned: Pruned, pieces: list[str], target_piece: str, prob: float,
+                 labels: list[list[str]] | None = None) -> list[dict]:
     kinds, shares, L, T = graph.kinds(), cumulative(pruned.influence), graph.n_layers, graph.n_positions
     records = []
     for index in pruned.nodes.nonzero(as_tuple=True)[0].tolist():
@@ -56,7 +58,7 @@ def node_records(graph: Graph, pruned: Pruned, pieces: list[str], target_piece: 
             layer, pos, feature = (int(t[index]) for t in (graph.layer, graph.position, graph.feature))
             record = {"node_id": f"{layer}_{feature}_{pos}", "feature": cantor(layer, feature), "layer": str(layer),
                       "ctx_idx": pos, "feature_type": FEATURE_TYPE, "jsNodeId": f"{layer}_{feature}-0",
-                      "activation": float(graph.values[index])}
+                      "activation": float(graph.values[index]), "clerp": labels[layer][feature] if labels else ""}
         elif kind == 1:
             layer, pos = divmod(index - graph.n_features, T)
             record = {"node_id": f"err_{layer}_{pos}", "feature": -1, "layer": str(layer), "ctx_idx": pos,
@@ -76,9 +78,9 @@ def node_records(graph: Graph, pruned: Pruned, pieces: list[str], target_piece: 
 
 
 def to_json(graph: Graph, pruned: Pruned, *, prompt: str, pieces: list[str], target_piece: str, prob: float,
-            scores: tuple[float, float], settings: dict, slug: str) -> dict:
+            scores: tuple[float, float], settings: dict, slug: str, labels: list[list[str]] | None = None) -> dict:
     """The pruned graph as one JSON-ready dict (Neuronpedia's schema, fields above)."""
-    nodes = node_records(graph, pruned, pieces, target_piece, prob)
+    nodes = node_records(graph, pruned, pieces, target_piece, prob, labels)
     ids = {}
     for record, index in zip(nodes, pruned.nodes.nonzero(as_tuple=True)[0].tolist()):
         ids[index] = record["node_id"]
