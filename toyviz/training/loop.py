@@ -11,7 +11,7 @@ import collections
 import contextlib
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -25,7 +25,7 @@ RETIME_EVERY = 100                     # --minutes: steps between two new estima
 UNTIMED = 10**9                        # the step count until --minutes fixes it
 
 
-@dataclass
+@dataclass(frozen=True)
 class Schedule:
     """How long a run trains and how fast it learns: `steps`, or a wall-clock budget of `minutes` whose
     step count the loop estimates as it goes; a linear warm-up to `lr`, then a cosine decay to
@@ -44,7 +44,7 @@ class Schedule:
         return self.lr * (self.lr_floor + (1 - self.lr_floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evaluation:
     """What rank 0 measures besides the training loss: `eval_fn()` → the validation loss, every `every`
     steps and at the last; `probe_fn()` → a dict stored in the history every `probe_every` steps and at
@@ -57,7 +57,7 @@ class Evaluation:
     average_last: int = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Checkpointing:
     """What rank 0 saves along the way: `save(history, sub)` writes the model and its history (sub: a
     snapshot's folder, None: the run's own), every `every_minutes`, at the `snapshot_at` fractions of
@@ -122,8 +122,8 @@ def train_loop(model, loss_fn, schedule: Schedule, *, dist: Distributed, tokens_
     step = 0
     if resumable and resumable.resume:
         saved = resumable.state.load(model, opt, resumable.generators)
-        step, count.total, count.fixed, history = saved["step"], saved["total"], True, saved["history"]
-        start = start - saved["seconds"]               # the schedule's length was fixed when it began
+        step, history, start = saved["step"], saved["history"], start - saved["seconds"]
+        count = StepCount(replace(schedule, steps=saved["total"]), start)   # the length was fixed when it began
         kept.extend(saved["kept"])
         snapshots_left, snapshot_when = saved["snapshots_left"], snapshot_when if saved["snapshot_pending"] else None
     wrapped = dist.wrap(model)                  # after loading: DDP broadcasts rank 0's weights once, here
