@@ -27,9 +27,10 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import toyviz
-from toyviz.app import browser_model, layout, links, presenter, views
+from toyviz.app import browser_model, layout, links, presenter, views, watch
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
 from toyviz.app.controls import DEFAULTS
+from toyviz.app.drawn import Drawn
 from toyviz.app.explorer import Explorer
 from toyviz.app.presenter import Presenter
 from toyviz.classroom import routes
@@ -73,12 +74,14 @@ def build(explorer: Explorer, lectures: Lectures | None = None) -> gr.Blocks:
             layout.sample_tab(ui)               # the GPT in the student's browser on top (issue #31)
             layout.translate_tab(ui, sizes)
             layout.model_tabs(ui, sizes)        # Experiments, Model
+            watch.tab(ui)                       # a tiny transformer trained live (issue 46)
         ui.registry = registry(ui, bind)
         wire_tabs(ui, ui.registry)
         wire_actions(ui, explorer, bind, ui.registry)
         wire_links(ui)
         ui.presenter = Presenter(explorer, lectures)
         wire_lessons(ui, demo, ui.presenter)
+        watch.wire(ui)
     demo.ui = ui
     return demo
 
@@ -90,8 +93,10 @@ def registry(ui, bind) -> dict:
     def components(names):
         return [c for name in names for c in (getattr(ui, name) if isinstance(getattr(ui, name), list)
                                               else [getattr(ui, name)])]
-    return {name: (bind(tab.render), components(tab.inputs), components(tab.outputs), components(tab.controls),
-                   tab.api or name) for name, tab in TABS.items()}
+    drawn = Drawn()                     # a view's answer kept as sent: a hall opening the link draws it once
+    ui.export_renderers = {name: bind(tab.render) for name, tab in TABS.items()}      # figures, not their JSON
+    return {name: (drawn.remember(name, bind(tab.render)) if tab.kept else bind(tab.render), components(tab.inputs),
+                   components(tab.outputs), components(tab.controls), tab.api or name) for name, tab in TABS.items()}
 
 
 def wire_tabs(ui, tabs: dict):
@@ -122,7 +127,7 @@ def wire_tabs(ui, tabs: dict):
     @friendly
     def export(tab, *values):
         """The current tab's figures as one standalone HTML file to download."""
-        fn, ins = tabs[tab][:2]
+        fn, ins = ui.export_renderers[tab], tabs[tab][1]
         by_input = dict(zip(ui.all_inputs, values))
         return gr.File(value=views.export_page(tab, fn(*[by_input[i] for i in ins])), visible=True)
 

@@ -22,6 +22,7 @@ class Tab:
     outputs: tuple[str, ...]
     controls: tuple[str, ...] = ()      # its own inputs whose change redraws it
     api: str = ""                       # its HTTP endpoint's name (default: the tab's)
+    kept: bool = True                   # its answer depends on its inputs alone, so is kept (toyviz.app.drawn)
 
 
 TABS = {
@@ -36,9 +37,10 @@ TABS = {
                      ("note", "layernorm_out"), ("norm_name", "ln_position")),
     "residual": Tab(views.residual_view, ("prompt", "res_position", "projector", "model"), ("note", "residual_out"),
                     ("res_position",)),
-    "why": Tab(views.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",)),
+    # these two may answer "still loading" while the n-gram index or the features load: never kept
+    "why": Tab(views.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False),
     "features": Tab(views.features_view, ("prompt", "feature", "feature_search", "projector"),
-                    ("note", "features_out"), ("feature", "feature_search")),
+                    ("note", "features_out"), ("feature", "feature_search"), kept=False),
     "sample": Tab(views.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
                   ("temperature", "top_k", "top_p"), "next_token"),
     "translate": Tab(views.translate_view, ("source", "beam", "attention_kind", "tr_layer", "tr_head", "projector"),

@@ -176,10 +176,13 @@ class FigurePlot(gr.Plot):
         return FigurePlot.api_info_once
 
     def postprocess(self, value):
-        if hasattr(value, "to_json"):
-            config = json.dumps(config_for((value.layout.meta or {}).get("filename", "toyviz")))
-            return PlotData(type="plotly", plot=value.to_json()[:-1] + ',"config":' + config + "}")
-        return super().postprocess(value)
+        return super().postprocess(plot_data(value) if hasattr(value, "to_json") else value)
+
+
+def plot_data(figure) -> PlotData:
+    """A plotly figure as the page receives it: its JSON with its download settings (a "config" key)."""
+    config = json.dumps(config_for((figure.layout.meta or {}).get("filename", "toyviz")))
+    return PlotData(type="plotly", plot=figure.to_json()[:-1] + ',"config":' + config + "}")
 
 
 def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:

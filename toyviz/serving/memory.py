@@ -43,8 +43,8 @@ class LRU:
     `size` values and, with `budget`, at most that many bytes of them (the newest value is always
     kept, even alone over budget)."""
 
-    def __init__(self, size: int, budget: int | None = None):
-        self.size, self.budget = size, budget
+    def __init__(self, size: int, budget: int | None = None, weigh=None):
+        self.size, self.budget, self.weigh = size, budget, weigh or nbytes
         self.items, self.weights, self.lock = OrderedDict(), {}, threading.Lock()
 
     def peek(self, key):
@@ -58,7 +58,7 @@ class LRU:
                 self.items.move_to_end(key)
                 return self.items[key]
         value = make()                                     # computed outside the lock
-        weight = nbytes(value) if self.budget is not None else 0
+        weight = self.weigh(value) if self.budget is not None else 0
         with self.lock:
             self.items[key], self.weights[key] = value, weight
             self.items.move_to_end(key)
