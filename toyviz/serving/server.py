@@ -26,6 +26,7 @@ import os
 import sys
 
 from toyviz.serving.memory import mkl_keeps_thread_buffers, settle_allocator
+from toyviz.serving.sessions import share_default_configs
 
 SWITCH_INTERVAL_S = 0.001
 
@@ -60,10 +61,12 @@ def summarise_events_rarely() -> None:
 def prepare_server() -> list[str]:
     """This process set up to serve a class, before the models load: memory a class frees goes back
     (toyviz.serving.memory), the interpreter lock comes back sooner, Gradio's optional imports fail at once,
-    its queue summarises its events rarely. Returns what could not be set up, one line each."""
+    its queue summarises its events rarely, its sessions share the page's default config
+    (toyviz.serving.sessions). Returns what could not be set up, one line each."""
     settle_allocator()
     share_cores()
     skip_missing_imports()
     summarise_events_rarely()
+    share_default_configs()
     return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
             "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
