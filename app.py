@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import functools
 import os
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -39,7 +40,7 @@ from toyviz.errors import UserError
 from toyviz.serving import files
 from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
-from toyviz.serving.server import prepare_server
+from toyviz.serving.server import keep_connections_open, prepare_server
 from toyviz.serving.static import Shelf, StaticFiles
 from toyviz.app.tabs import TABS, draw_every_tab
 
@@ -307,15 +308,16 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
 
 # ---------------------------------------------------------------- start-up -----------------
 
-def launch_options(lectures: Lectures | None = None) -> dict:
+def launch_options(lectures: Lectures | None = None, shelf: Shelf | None = None) -> dict:
     """What `demo.launch` serves with the page besides its components: its style sheet, the <head> that
     loads the page's own model when a view needs it, and its static files served from memory
     (toyviz.serving.static: compressed once, immutable or answered 304, the page rendered once). show_error: a value the API
     cannot even parse (text for a slider) gets its message, not a generic one. max_file_size: the page takes
     no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files). At most
-    SESSIONS_KEPT sessions are kept. Given `lectures`, the phones' routes (toyviz.classroom.routes) join the
+    SESSIONS_KEPT sessions are kept. `shelf`: what the static files' middleware serves (default: a new one).
+    Given `lectures`, the phones' routes (toyviz.classroom.routes) join the
     app Gradio builds, as it starts."""
-    shelf = Shelf()
+    shelf = shelf or Shelf()
     options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head(shelf),
                    state_session_capacity=SESSIONS_KEPT,
                    app_kwargs={"middleware": [Middleware(StaticFiles, shelf=shelf)]})
@@ -355,7 +357,12 @@ def main(argv=None):
     # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
     # opening the link together (then 6 events each) were refused "queue full" 90 times in 100 (benchmarks.load --browser)
     demo.queue(default_concurrency_limit=4, max_size=QUEUE_PLACES)
-    demo.launch(**launch_options(lectures))     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
+    shelf = Shelf()
+    options = launch_options(lectures, shelf)
+    threading.Thread(target=shelf.warm, daemon=True).start()    # the model's files compressed before a Sample tab asks
+    demo.launch(prevent_thread_lock=True, **options)
+    keep_connections_open(demo)         # a browser's connection is not closed between its page's requests
+    demo.block_thread()     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from starlette.middleware import Middleware
 
+from toyviz.serving.server import keep_connections_open
 from toyviz.serving.static import IMMUTABLE, REVALIDATE, Shelf, StaticFiles
 
 BR = {"Accept-Encoding": "gzip, deflate, br"}
@@ -27,6 +28,7 @@ def served(tmp_path_factory):
         gr.Button("press")
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
                             app_kwargs={"middleware": [Middleware(StaticFiles, shelf=shelf)]})
+    keep_connections_open(demo)
     yield url, shelf, address
     demo.close()
 
@@ -50,7 +52,7 @@ def test_a_hashed_asset_is_immutable_compressed_once_and_answered_304_to_its_val
     again = httpx.get(asset, headers={**BR, "If-None-Match": first.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
     assert httpx.get(asset, headers={"If-None-Match": '"another"'}).status_code == 200
-    kept = next(k for k in shelf.kept.values() if k.result().body == raw.content).result()
+    kept = next(k for k in shelf.kept.values() if k.body == raw.content)
     assert set(kept.encoded) == {"br"}             # kept compressed: one brotli body, made once
 
 
@@ -98,3 +100,31 @@ def test_our_own_files_live_at_an_address_named_by_their_content(served, tmp_pat
     changed = tmp_path / "model.txt"
     changed.write_text("other weights")
     assert shelf.add(changed) != address                  # other content, another address: a browser never mixes them
+
+
+def test_warming_compresses_our_own_files_before_anyone_asks(tmp_path):
+    (tmp_path / "weights.safetensors").write_bytes(b"\x00\x01" * 5000)
+    (tmp_path / "packed.gz").write_bytes(b"already packed")
+    shelf = Shelf(folders={})
+    shelf.add(tmp_path / "weights.safetensors")
+    shelf.add(tmp_path / "packed.gz")
+    shelf.warm()
+    (kept,) = shelf.kept.values()
+    assert set(kept.encoded) == {"br"} and kept.cache_control == IMMUTABLE and kept.body == b"\x00\x01" * 5000
+
+
+def test_a_connection_idle_past_uvicorns_five_seconds_still_serves_the_next_request(served):
+    import socket
+    import time
+    from urllib.parse import urlsplit
+    from toyviz.serving.server import KEEP_ALIVE_S
+    url, _, _ = served
+    address = urlsplit(url)
+    assert KEEP_ALIVE_S > 30
+    with socket.create_connection((address.hostname, address.port)) as conn:
+        ask = f"HEAD / HTTP/1.1\r\nHost: {address.netloc}\r\n\r\n".encode()      # headers only: one recv
+        conn.sendall(ask)
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+        time.sleep(6)
+        conn.sendall(ask)
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200")

@@ -70,3 +70,16 @@ def prepare_server() -> list[str]:
     share_default_configs()
     return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
             "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
+
+
+# uvicorn closes a keep-alive connection 5 s after its last response, by a timer on the event loop. When the
+# loop is busy for longer (a hall opening the link, before static files were served from memory: 72 s for
+# 100 pages), the timer runs late and closes connections whose next request has already arrived unread:
+# the kernel answers that with a reset (4 of 9,000 files in a storm of 100). 75 s is nginx's default.
+KEEP_ALIVE_S = 75
+
+
+def keep_connections_open(demo) -> None:
+    """Connections the launched app accepts from now on stay open KEEP_ALIVE_S between requests (uvicorn
+    reads the setting when it accepts a connection; Gradio does not pass one)."""
+    demo.server.config.timeout_keep_alive = KEEP_ALIVE_S

@@ -89,7 +89,7 @@ class Shelf:
     def __init__(self, folders: dict[str, Path] | None = None):
         self.folders = {prefix: Path(folder).resolve() for prefix, folder in (folders or gradio_folders()).items()}
         self.named: dict[str, Path] = {}                     # "/toyviz/files/<sha>/<name>" → file
-        self.kept: dict[tuple, asyncio.Future] = {}
+        self.kept: dict[tuple, Kept | asyncio.Future] = {}     # a file's Kept, or the future of its first read
         self.pages: OrderedDict[tuple, asyncio.Future] = OrderedDict()
 
     def add(self, path: Path, sha256: str | None = None) -> str:
@@ -99,6 +99,15 @@ class Shelf:
         address = f"toyviz/files/{sha256[:16]}/{Path(path).name}"
         self.named["/" + address] = Path(path)
         return address
+
+    def warm(self, coding: str = "br") -> None:
+        """Compress the files registered by name now (the model's 8.4 MB of weights take ~1 s at brotli 9), so
+        that the first student to open the Sample tab does not wait for it; run beside the server at start."""
+        for path in list(self.named.values()):
+            if path.suffix in COMPRESSIBLE:
+                kept = Kept(path.read_bytes(), media_type(path.name), IMMUTABLE, compress=True)
+                kept.encode(coding)
+                self.kept.setdefault(("file", str(path)), kept)
 
     def file(self, path: str) -> tuple[Path, str] | None:
         """The file `path` names and its caching rule, or None when it is not one of ours."""
@@ -113,16 +122,22 @@ class Shelf:
         return None
 
     async def kept_file(self, path: Path, cache_control: str) -> Kept:
+        """The file read once (the first requests for it wait for one read, off the event loop), then kept."""
         key = ("file", str(path))
-        if key not in self.kept:
+        found = self.kept.get(key)
+        if isinstance(found, Kept):
+            return found
+        if found is None:
             def read():
                 return Kept(path.read_bytes(), media_type(path.name), cache_control, path.suffix in COMPRESSIBLE)
-            self.kept[key] = asyncio.ensure_future(asyncio.to_thread(read))
+            found = self.kept[key] = asyncio.ensure_future(asyncio.to_thread(read))
         try:
-            return await asyncio.shield(self.kept[key])
+            kept = await asyncio.shield(found)
         except Exception:
             self.kept.pop(key, None)
             raise
+        self.kept[key] = kept
+        return kept
 
     async def rendered(self, key: tuple, render, cache_control: str) -> Kept | tuple:
         """Gradio's response for `key`, rendered once (`render()` → (status, headers, body)) and kept; a
