@@ -67,6 +67,15 @@ class Prompt:
     leaves: Leaves                        # the sources at their recorded values
     logits: torch.Tensor                  # (T, V) the real GPT's logits
 
+    def prefix(self, length: int) -> "Prompt":
+        """The same prompt cut to its first `length` positions: what the model computes there does not
+        depend on later positions (causal attention), so its frozen model is this one's first rows."""
+        cut = lambda t: t[..., :length, :length]
+        return Prompt(self.ids[:length], self.target, {k: cut(v) for k, v in self.patterns.items()},
+                      {k: v[:, :length] for k, v in self.scales.items()}, self.slots[:, :length],
+                      Leaves(self.leaves.tokens[:length], self.leaves.acts[:, :length], self.leaves.errors[:, :length]),
+                      self.logits[:length])
+
     def active(self) -> tuple[torch.Tensor, ...]:
         """The feature nodes, in node order (layer, then position, then slot): their layer, position,
         slot (n,) each."""

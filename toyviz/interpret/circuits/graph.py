@@ -17,6 +17,8 @@ is a check (tests/test_circuits.py).
 One backward pass per target row, `batch` rows at once (torch's batched gradients): a feature row injects
 its encoder row at the MLP input it reads, the logit row its unembedding direction; the gradient arrives
 at the token embeddings and at every layer's MLP write, and is read off against each source's write.
+A batch of rows reading layer l at positions ≤ q runs the frozen model on the prompt's first q + 1
+positions only, and back through layers ≤ l only: what comes later cannot reach them.
 """
 from __future__ import annotations
 
@@ -79,30 +81,35 @@ def attribute(model, transcoders: TranscoderSet, ids: list[int], target: int, ba
         W_enc = torch.stack([t.W_enc for t in transcoders])                   # (L, d, F)
         decoders = W_dec[torch.arange(L)[:, None, None], prompt.slots]        # (L, T, k, d) each slot's row
         writes = frozen.writes(transcoders, prompt, leaves)
-    tokens = leaves.tokens.clone().requires_grad_()
-    mlp_writes = writes.clone().requires_grad_()
-    reads, logit, _ = frozen.forward(model, prompt, tokens, mlp_writes)
     like = {"dtype": leaves.tokens.dtype, "device": leaves.tokens.device}
     adjacency = torch.zeros(N, N, **like)
-    # rows grouped by the layer they read (the logit reads after the last): a backward pass from layer l
-    # then only runs through the layers below it
+    # rows grouped by the layer they read (the logit reads after the last) and batched in position order:
+    # a backward pass from layer l at positions ≤ q runs only through the layers below l and the first q + 1
+    # positions (causal attention), on the prompt cut there
     for target_layer in range(L + 1):
         rows = (layer == target_layer).nonzero(as_tuple=True)[0] if target_layer < L else torch.tensor([N - 1])
-        output = reads[target_layer] if target_layer < L else logit
-        for chunk in rows.split(batch):
+        for chunk in rows.split(batch):                     # node order: by layer, then position
+            length = int(position[chunk].max()) + 1 if target_layer < L else T
+            part = prompt.prefix(length)
+            tokens = part.leaves.tokens.clone().requires_grad_()
+            mlp_writes = writes[:, :length].clone().requires_grad_()
+            reads, logit, _ = frozen.forward(model, part, tokens, mlp_writes)
+            output = reads[target_layer] if target_layer < L else logit
             injected = torch.zeros(len(chunk), *output.shape, **like)
             if target_layer < L:                             # ∂ pre-activation / ∂ MLP input: the encoder row
                 injected[torch.arange(len(chunk)), position[chunk]] = W_enc[target_layer, :, feature[chunk]].T
             else:
                 injected[:] = 1.0
-            g_tokens, g_writes = torch.autograd.grad(output, [tokens, mlp_writes], injected, retain_graph=True,
-                                                     is_grads_batched=True, allow_unused=True)
-            g_writes = torch.zeros(len(chunk), *writes.shape, **like) if g_writes is None else g_writes
-            with torch.no_grad():                            # (B, T, d), (B, L, T, d) → each source's share
-                to_features = torch.einsum("bltd,ltkd->bltk", g_writes, decoders) * leaves.acts
-                adjacency[chunk, :n] = to_features[:, layer, position, slot]
-                adjacency[chunk, n: n + L * T] = (g_writes * leaves.errors).sum(-1).flatten(1)
-                adjacency[chunk, n + L * T: N - 1] = (g_tokens * leaves.tokens).sum(-1)
+            g_tokens, g_writes = torch.autograd.grad(output, [tokens, mlp_writes], injected, is_grads_batched=True,
+                                                     allow_unused=True)          # layer 0 reads before any write
+            g_writes = torch.zeros(len(chunk), *mlp_writes.shape, **like) if g_writes is None else g_writes
+            with torch.no_grad():                            # (B, t, d), (B, L, t, d) → each source's share
+                to_features = torch.einsum("bltd,ltkd->bltk", g_writes, decoders[:, :length]) * part.leaves.acts
+                sources = (position < length).nonzero(as_tuple=True)[0]
+                adjacency[chunk[:, None], sources] = to_features[:, layer[sources], position[sources], slot[sources]]
+                errors = n + (torch.arange(L)[:, None] * T + torch.arange(length)).flatten()
+                adjacency[chunk[:, None], errors] = (g_writes * part.leaves.errors).sum(-1).flatten(1)
+                adjacency[chunk, n + L * T: n + L * T + length] = (g_tokens * part.leaves.tokens).sum(-1)
     with torch.no_grad():
         bias_values = frozen.run(model, transcoders, prompt, leaves.zeroed())
         real_logit = prompt.logits[-1, target] - prompt.logits[-1].mean()
