@@ -54,10 +54,9 @@ QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the 
 # Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
 # export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
 CLEAN_CACHE = (60, int(files.KEEP_S))
-# Gradio keeps every page's session (its own copy of each component's config: 0.36 MB for this page) until
-# it is the least recently used of more than this many. At Gradio's 10,000 a Space up for a term, each page
-# open a new session, would grow by ~3.6 GB; 1,000 is three halls of 300 students, and a page in use is
-# recently used
+# Gradio keeps every page's session until it is the least recently used of more than this many: 1,000 is
+# three halls of 300 students, and a page in use is recently used (a session holds 0.023 MB, sharing the
+# page's default config: toyviz.serving.sessions; Gradio's own copy was 0.36 MB, 3.6 GB at its 10,000)
 SESSIONS_KEPT = 1000
 
 

@@ -316,3 +316,19 @@ def test_a_tampered_file_from_another_origin_is_refused_and_the_page_says_so(bro
         page.close()
     finally:
         origin.tamper = None
+
+
+def test_the_apps_page_is_small_compressed_and_its_model_files_immutable(url):
+    """A page open sends the loader, not the page script (88 kB, inlined in every page until issue 41), and
+    the page compressed; the model's files live at addresses named by their hash."""
+    import re
+    import httpx
+    page = httpx.get(url, headers={"Accept-Encoding": "br"})
+    assert page.headers["content-encoding"] == "br" and int(page.headers["content-length"]) < 40_000
+    assert "window.toyvizConfig" in page.text and browser_model.SCRIPT.read_text()[:400] not in page.text
+    assert len(page.text) < 420_000                                          # was 484,337 bytes
+    assert httpx.get(url, headers={"If-None-Match": page.headers["etag"]}).status_code == 304
+    script = re.search(r'toyviz/files/[0-9a-f]{16}/toyviz\.js', page.text).group(0)
+    got = httpx.get(url + script, headers={"Accept-Encoding": "br"})
+    assert got.status_code == 200 and "immutable" in got.headers["cache-control"]
+    assert got.content == browser_model.SCRIPT.read_bytes()
