@@ -110,11 +110,13 @@ def test_the_trainer_saves_transcoders_that_do_what_their_metrics_say(tiny_check
     # on its own figures: the untrained tiny GPT's MLPs barely matter, so CE_zero − CE_gpt is ~1e-4 here
     assert metrics["ce_recovered"] == pytest.approx(recovered, rel=1e-9)
     assert metrics["held_out_tokens"] == y[:, 1:].numel()
-    # --describe rebuilds the dashboards of the saved transcoders without training
+    # --describe rebuilds the dashboards (and the card) of the saved transcoders without training
     (out / DASHBOARDS / "layer1" / "dashboards.json").unlink()
+    (out / "README.md").unlink()
     assert train_transcoders.main(["--gpt", str(tiny_checkpoints["gpt"]), "--out", str(out), "--describe",
                                    "--device", "cpu"]) == metrics
     assert Dashboards.load(out / DASHBOARDS / "layer1").labels == board.labels
+    assert (out / "README.md").read_text() == train_transcoders.card(metrics)
 
 
 def test_training_resumes_where_it_stopped(tiny_checkpoints, tmp_path):

@@ -221,8 +221,9 @@ def card(metrics: dict) -> str:
 
 One TopK transcoder per layer (toyviz.interpret.transcoders): it reads what the block's MLP reads (the output
 of `ln2`) and predicts what the MLP writes into the stream, through {metrics['width']:,} features of which
-{metrics['k']} are active per token. Attribution graphs (toyviz.interpret.circuits) are made of their features.
-Load them with `TranscoderSet.load("checkpoints/gpt/{FOLDER}")`.
+{metrics['k']} are active per token. Attribution graphs (toyviz.interpret.circuits, docs/circuits.md) are made of
+their features. Load them with `TranscoderSet.load("checkpoints/gpt/{FOLDER}")`; every feature's dashboard (top
+contexts in the held-out plays, histogram, promoted tokens, label) is in `{DASHBOARDS}/layer<i>/`.
 
 ## Figures (held-out text: Hamlet and Twelfth Night, {metrics['held_out_tokens']:,} tokens, BOS left out)
 
@@ -260,7 +261,7 @@ def parse_args(argv=None):
     p.add_argument("--save-every", type=float, default=120.0, help="seconds between saves of the resumable state")
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     p.add_argument("--describe", action="store_true",
-                   help="only (re)build the saved transcoders' feature dashboards in --out, no training")
+                   help="only (re)build the saved transcoders' feature dashboards and card in --out, no training")
     p.add_argument("--out", default=None, help="output folder (default <GPT checkpoint>/transcoders)")
     p.add_argument("--device", default=None)
     return p.parse_args(argv)
@@ -284,7 +285,9 @@ def main(argv=None) -> dict:
     if args.describe:
         save_dashboards(out, describe(gpt, TranscoderSet.load(out, str(gpt.device)), x))
         log(f"described the features of {out} on {x[:, 1:].numel():,} held-out tokens")
-        return json.loads((out / "metrics.json").read_text())
+        metrics = json.loads((out / "metrics.json").read_text())
+        (out / "README.md").write_text(card(metrics))                 # the card names the dashboards
+        return metrics
     train_ids = torch.tensor(gpt.tokenizer.encode(train_text), dtype=torch.int32)
     transcoders, facts = train(gpt, train_ids, width=args.width, k=args.k, minutes=args.minutes,
                                windows=args.windows, batch=args.batch, reuse=args.reuse, lr=args.lr, seed=args.seed,
