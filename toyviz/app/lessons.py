@@ -1,26 +1,13 @@
 """Lessons: a lecturer's steps through the app, each a view, a short text and a question the live model answers.
 
-A lesson is a Markdown file with a small front matter (docs/teach-with-it.md has the whole format):
-
-    ---
-    title: Sampling
-    ---
-
-    ## The next token
-    tab: sample
-    prompt: To be, or not to
-    ask: Which token will the model put first?
-    choices: " be" | " do" | " the"
-    answer: top token
-    point: the tallest bar, and how much of the probability it holds
-
-    The step's text, in Markdown, up to the next "## ".
-
-The lines right under a step's heading, up to the first blank line, are its settings. A deep-link key of the app
-(toyviz.app.controls.DEFAULTS: tab, prompt, layer, …) sets the view; a step keeps the previous step's view and
-changes only what it names. `ask`, `choices` and `answer` make its question; `answer` names what the model
-computes at reveal time (ANSWERS), never the answer itself, so a lesson cannot go stale. `point` says what to
-show once the answer is out. A mistake in a file raises one LessonError naming the file and the line.
+A lesson is a Markdown file: a front matter (---, title: …, about: …, ---), then steps, each from a heading "## Title"
+to the next (docs/teach-with-it.md has the whole format, with an example). The lines right under a step's heading, up
+to the first blank line, are its settings. A deep-link key of the app (toyviz.app.controls.DEFAULTS: tab, prompt,
+layer, …) sets the view; a step keeps the previous step's view and changes only what it names. `ask`, `choices` and
+`answer` make its question; `answer` names what the model computes at reveal time (ANSWERS), never the answer
+itself, so a lesson cannot go stale. `point` says what to show once the answer is out. Then the step's text, in
+Markdown. Mistakes in a file raise one LessonError naming every one with its line (a heading with no title too: a
+step of its own, never merged into the one above), so one run of `python -m toyviz.app.lessons FILE` finds them all.
 """
 from __future__ import annotations
 
@@ -29,6 +16,7 @@ import math
 import os
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +35,7 @@ from toyviz.models.sampling import draw, next_token_probs
 SHIPPED = Path(__file__).with_name("lessons")
 FRONT_MATTER = ("title", "about")
 QUESTION = ("ask", "choices", "answer", "point")
+HEADING = re.compile(r"##(?!#)")     # a step's heading; "### …" inside a step's text is the text's own
 SETTING = re.compile(r"([a-z_]+):(.*)$")        # "layer: 2"; a key is lowercase, as in a deep link
 BETWEEN_CHOICES = re.compile(r'\|(?=(?:[^"]*"[^"]*")*[^"]*$)')    # a | outside quotes: "<|endoftext|>" is one
 TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -56,11 +45,38 @@ MASK_EDIT = "dream"         # the word the Inside-a-head tab puts in place of th
 
 
 class LessonError(UserError):
-    """A mistake in a lesson file; the message names the file and the line, for the lecturer."""
+    """The mistakes in a lesson file, each (line, what): the message names the file and the line of each, one a
+    line in the file's order, for the lecturer. `line` is the first one's."""
 
-    def __init__(self, name: str, line: int, what: str):
-        super().__init__(f"{name}, line {line}: {what}")
-        self.name, self.line = name, line
+    def __init__(self, name: str, problems):
+        self.name, self.problems = name, tuple(sorted(dict.fromkeys(problems), key=lambda p: p[0]))
+        self.line = self.problems[0][0]
+        super().__init__("\n".join(f"{name}, line {line}: {what}" for line, what in self.problems))
+
+
+class Mistakes:
+    """What is wrong in one file so far. A check `fail`s at its first mistake (raising LessonError); `each` notes it
+    and lets the reading go on with the next line or step, so that every mistake is found in one go."""
+
+    def __init__(self, name: str):
+        self.name, self.found = name, []
+
+    def fail(self, what: str, line: int):
+        raise LessonError(self.name, [(line, what)])
+
+    def note(self, what: str, line: int):       # a mistake after which the reading can go on
+        self.found.append((line, what))
+
+    @contextmanager
+    def each(self):
+        try:
+            yield
+        except LessonError as err:
+            self.found.extend(err.problems)
+
+    def raise_any(self):
+        if self.found:
+            raise LessonError(self.name, self.found)
 
 
 @dataclass(frozen=True)
@@ -167,12 +183,9 @@ def question(settings: dict, view: dict, fail) -> Question | None:
 
 def parse(text: str, name: str = "<lesson>") -> Lesson:
     """A lesson file's text → a Lesson, its views checked against the app's controls (not yet against a model:
-    see `check`). Raises LessonError at the first mistake."""
-    lines = text.splitlines()
-
-    def fail(what: str, line: int):
-        raise LessonError(name, line, what)
-
+    see `check`). Raises LessonError naming every mistake: a setting that fails is left out and reading goes on."""
+    lines, mistakes = text.splitlines(), Mistakes(name)
+    fail, note = mistakes.fail, mistakes.note
     if not lines or lines[0].strip() != "---":
         fail("a lesson starts with its front matter: a line ---, then title: …, then ---", 1)
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
@@ -180,42 +193,49 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
         fail("the front matter opened here is never closed by a line ---", 1)
     meta = {}
     for n in range(1, end):
-        if lines[n].strip():
-            m = SETTING.match(lines[n].strip())
-            if not m or m[1] not in FRONT_MATTER:
-                fail(f"the front matter takes {' and '.join(FRONT_MATTER)}, not {lines[n].strip()!r}", n + 1)
-            meta[m[1]] = unquote(m[2], lambda what: fail(what, n + 1))
+        m = SETTING.match(lines[n].strip())
+        if lines[n].strip() and (not m or m[1] not in FRONT_MATTER):
+            note(f"the front matter takes {' and '.join(FRONT_MATTER)}, not {lines[n].strip()!r}", n + 1)
+        elif m:
+            with mistakes.each():
+                meta[m[1]] = unquote(m[2], lambda what: fail(what, n + 1))
     if not meta.get("title"):
-        fail("the front matter has no title: …", 1)
+        note("the front matter has no title: …", 1)
 
-    starts = [i for i in range(end + 1, len(lines)) if lines[i].startswith("## ")]
+    starts = [i for i in range(end + 1, len(lines)) if HEADING.match(lines[i])]
     stray = next((i for i in range(end + 1, starts[0] if starts else len(lines)) if lines[i].strip()), None)
     if stray is not None:
-        fail("text outside a step: a step starts with a heading '## …'", stray + 1)
+        note("text outside a step: a step starts with a heading '## …'", stray + 1)
     if not starts:
-        fail("the lesson has no steps: each starts with a heading '## …'", end + 1)
+        note("the lesson has no steps: each starts with a heading '## …'", end + 1)
+        mistakes.raise_any()
 
     steps, view, origin = [], dict(DEFAULTS), {}
     for start, stop in zip(starts, starts[1:] + [len(lines)]):
         view, origin, settings, n = dict(view), dict(origin), {}, start + 1
+        title = lines[start][2:].strip()
+        if not title:
+            note("a step's heading has no title: write it after '## ' (this is a step of its own)", start + 1)
+        elif not lines[start][2].isspace():
+            note(f"a step's heading is '## ' and its title, with a space: '## {title}'", start + 1)
         while n < stop and (m := SETTING.match(lines[n].strip())) and lines[n].strip():
             key, raw, where = m[1], m[2], n + 1
-            if key not in DEFAULTS and key not in QUESTION:
-                fail(f"unknown setting {key!r}: a step takes the app's view keys ({', '.join(DEFAULTS)}) and "
-                     f"{', '.join(QUESTION)}; leave a blank line before the step's text", where)
-            if key in settings:
-                fail(f"{key} is set twice in this step (first on line {settings[key][1]})", where)
-            # each choice is unquoted on its own: '" be" | " do"' is not one quoted value
-            value = raw if key == "choices" else unquote(raw, lambda what: fail(what, where))
-            settings[key] = (value, where)
-            if key in DEFAULTS:
-                view[key], origin[key] = view_value(key, value, lambda what: fail(what, where)), where
             n += 1
-        title = lines[start][3:].strip()
-        if not title:
-            fail("a step's heading has no title", start + 1)
-        steps.append(Step(title, view, "\n".join(lines[n:stop]).strip(),
-                          question(settings, view, fail), settings.get("point", ("", 0))[0], start + 1, origin))
+            with mistakes.each():
+                if key not in DEFAULTS and key not in QUESTION:
+                    fail(f"unknown setting {key!r}: a step takes the app's view keys ({', '.join(DEFAULTS)}) and "
+                         f"{', '.join(QUESTION)}; leave a blank line before the step's text", where)
+                if key in settings:
+                    fail(f"{key} is set twice in this step (first on line {settings[key][1]})", where)
+                # each choice is unquoted on its own: '" be" | " do"' is not one quoted value
+                value = raw if key == "choices" else unquote(raw, lambda what: fail(what, where))
+                settings[key] = (value, where)
+                if key in DEFAULTS:
+                    view[key], origin[key] = view_value(key, value, lambda what: fail(what, where)), where
+        with mistakes.each():       # a step with a mistake is left out: the lesson is not returned anyway
+            steps.append(Step(title, view, "\n".join(lines[n:stop]).strip(), question(settings, view, fail),
+                              settings.get("point", ("", 0))[0], start + 1, origin))
+    mistakes.raise_any()
     return Lesson(meta["title"], meta.get("about", ""), tuple(steps), name)
 
 
@@ -239,8 +259,8 @@ def stack_size(model: str, explorer: Explorer) -> tuple[str, int, int] | None:
 
 def check(lesson: Lesson, models) -> Lesson:
     """The lesson's views against a loaded model (an Explorer or a GPT): a layer, head, query position, snapshot
-    or feature the model has not raises LessonError naming the line that set it. → the lesson."""
-    explorer = explorer_of(models)
+    or feature the model has not raises LessonError naming the line that set each. → the lesson."""
+    explorer, mistakes = explorer_of(models), Mistakes(lesson.name)
     gpt, snapshots = explorer.need_gpt(), len(explorer.snapshots())
     for step in lesson.steps:
         v, limits = step.view, {}
@@ -254,8 +274,9 @@ def check(lesson: Lesson, models) -> Lesson:
             features = len(explorer.features())
             limits["feature"] = limits["steer_feature"] = (features, f"the GPT's dictionary has {features} features")
         for key, (size, why) in limits.items():
-            if v[key] >= size:
-                raise LessonError(lesson.name, step.origin.get(key, step.line), f"{key} {v[key]}: {why}")
+            if v[key] >= size:          # a step after the one that set it repeats the mistake: named once
+                mistakes.note(f"{key} {v[key]}: {why}", step.origin.get(key, step.line))
+    mistakes.raise_any()
     return lesson
 
 
@@ -404,15 +425,17 @@ def answer(step: Step, models) -> Answer:
 
 def main(paths: list[str]) -> int:
     """python -m toyviz.app.lessons [FILE …]: check lessons (the shipped ones by default) on the shipped
-    models, and print each step's link and its question's answer — what to run before class."""
+    models, and print each step's link and its question's answer, or every mistake of a file with its line —
+    what to run before class. → 1 when any file has a mistake."""
     import toyviz
-    explorer = explorer_of(toyviz.load("gpt"))
+    explorer, failed = explorer_of(toyviz.load("gpt")), 0
     for path in paths or shipped():
         try:
             lesson = load(path, explorer)
-        except LessonError as err:
+        except (OSError, LessonError) as err:           # every mistake, one a line, each naming its file and line
             print(err)
-            return 1
+            failed = 1
+            continue
         print(f"{lesson.title} ({lesson.name}): {len(lesson.steps)} steps")
         for n, step in enumerate(lesson.steps, start=1):
             print(f"  {n}. {step.title}  {step.link}")
@@ -420,7 +443,7 @@ def main(paths: list[str]) -> int:
                 a = answer(step, explorer)
                 among = "no choice matches" if step.question.choices and a.choice is None else ""
                 print(f"     answer {quoted(a.value)} {among}— {a.detail}")
-    return 0
+    return failed
 
 
 if __name__ == "__main__":
