@@ -131,3 +131,17 @@ def test_figures_draw_the_run_at_a_step():
     assert np.isnan(np.asarray(pattern.data[0].z)[0, 1])                    # the future is masked
     empty = live.Run("induction", 0, {"steps": 10})
     assert "not recorded" in figures.loss_curves(empty).layout.annotations[0].text
+
+
+def test_every_page_asking_for_the_same_record_gets_one_drawing():
+    from toyviz.app import watch                     # the tab's renderer: Gradio is imported, never launched
+
+    run = made_up_run([0.05, 0.1, 0.6])
+    drawings = watch.RecordDrawings(size=2)
+    first = drawings(run, None, False)
+    assert drawings(run, None, False) is first                       # a second page: the same figures
+    assert drawings(run, 10, False) is not first                     # another step is another drawing
+    run.records.append(made_up_run([0.05, 0.1, 0.6, 0.9]).records[-1])
+    later = drawings(run, None, False)
+    assert later is not first and "step 30" in later[2].layout.title.text    # a new record is drawn anew
+    assert len(drawings.kept) == 2                                   # bounded

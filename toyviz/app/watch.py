@@ -23,7 +23,7 @@ EXPLAIN = """**Watch it learn.** Press *Start* and a tiny transformer trains on 
 every page open on this tab watches the same run. *An induction head forms*: a 2-layer attention-only model
 sees random tokens that repeat. Tokens seen for the first time cannot be predicted (orange); tokens seen
 before can, once a head learns to look at what followed the current token last time — the green curve's
-sudden drop, as an induction head (layer 1) and a previous-token head (layer 0) form together.
+sudden drop, as induction heads form in layer 1 and a layer-0 head turns towards the previous token.
 *From noise to words*: a tiny GPT learns to write like the text below, a sample every few seconds."""
 
 DEFAULT_TEXT = """To be, or not to be, that is the question:
@@ -61,6 +61,7 @@ With this regard their currents turn awry,
 And lose the name of action."""
 
 POLL_S = 1.0
+LONGEST = max(live.settings_for(recipe).steps for recipe in live.RECIPES)    # the step slider's end
 LATEST, LAST_FINISHED = "the latest run", "the last finished run"
 
 
@@ -146,7 +147,7 @@ def tab(ui):
                                          f"{live.MAX_TEXT_CHARS:,} characters)")
         with gr.Row():
             ui.watch_which = gr.Radio([LATEST, LAST_FINISHED], value=LATEST, label="show", elem_id="watch-which")
-            ui.watch_step = gr.Slider(-1, 5000, value=-1, step=1, label="step shown (-1 = the latest)",
+            ui.watch_step = gr.Slider(-1, LONGEST, value=-1, step=1, label="step shown (-1 = the latest)",
                                       elem_id="watch-step", scale=2)
         ui.watch_status = gr.Markdown(status(None), elem_id="watch-status")
         ui.watch_out = [plot("watch-loss-plot"), plot("watch-heads-plot"), plot("watch-attention-plot"),
@@ -176,6 +177,6 @@ def wire(ui, runs: live.LiveRuns | None = None):
     ui.watch_start.click(start, [ui.watch_recipe, ui.watch_seed, ui.watch_text, *view_inputs], outputs,
                          api_visibility="private")
     ui.watch_stop.click(stop, view_inputs, outputs, api_visibility="private")
-    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.release, ui.projector.change):
+    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, ui.projector.change):
         event(draw, view_inputs, outputs, api_visibility="private")
     ui.watch_tick.tick(draw, view_inputs, outputs, api_visibility="private")

@@ -1,0 +1,85 @@
+"""The "Watch it learn" tab in a real browser (Debian's Chromium driven by Playwright, the shipped models):
+Start trains the induction recipe, a page opened mid-run sees the same run, a second Start is refused in
+the page, the run ends with its induction head named, and the step slider scrubs the finished run.
+Screenshots of the run mid-way and at the end, in normal and projector mode, land in screenshots/
+(git-ignored). Takes one run of the recipe (30 s on an idle machine, about a minute on a busy one).
+"""
+import os
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
+
+import re
+
+from test_browser import browser, error_toasts, expect, pytestmark, shot, url  # noqa: F401
+
+RUN_WAIT = 240_000                  # ms: the whole run on a machine shared with others' test suites
+
+
+def open_watch_tab(page, url):
+    page.goto(url, wait_until="domcontentloaded", timeout=60_000)
+    expect()(page.locator("#attn-plot .gtitle").first).to_contain_text("layer 0", timeout=60_000)   # the page is up
+    page.get_by_role("tab", name="Watch it learn", exact=True).click()
+    expect()(page.locator("#watch-start")).to_be_visible(timeout=30_000)
+
+
+def status(page) -> str:
+    return page.locator("#watch-status").inner_text()
+
+
+def step_shown(page) -> int:
+    """The step the status line says the run is at."""
+    return int(re.search(r"step ([\d,]+) of", status(page))[1].replace(",", ""))
+
+
+def new_page(browser, height: int):
+    page = browser.new_page(viewport={"width": 1280, "height": height})
+    page.set_default_timeout(30_000)
+    page.errors = []
+    page.on("pageerror", lambda err: page.errors.append(str(err)))
+    return page
+
+
+def test_a_run_started_from_the_page_is_watched_by_every_page_to_its_end(url, browser):
+    lecturer = new_page(browser, 900)
+    open_watch_tab(lecturer, url)
+    lecturer.locator("#watch-seed input").fill("2")
+    lecturer.locator("#watch-start").click()
+    expect()(lecturer.locator("#watch-status")).to_contain_text("training", timeout=60_000)
+    lecturer.wait_for_function("() => /step (1[2-9]\\d|[2-9]\\d\\d) of/.test("
+                               "document.querySelector('#watch-status').innerText)", timeout=RUN_WAIT)
+    expect()(lecturer.locator("#watch-loss-plot .gtitle")).to_contain_text("Loss at step", timeout=30_000)
+    shot(lecturer, "watch-mid")
+
+    # a student opens the page mid-run, in projector mode: the same run, the record so far
+    student = new_page(browser, 720)                 # a 720p projector
+    open_watch_tab(student, url)
+    expect()(student.locator("#watch-status")).to_contain_text("seed 2: training", timeout=30_000)
+    assert step_shown(student) >= 100
+    student.locator("#projector input[type=checkbox]").check()
+    expect()(student.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=30_000)
+    shot(student, "watch-mid-projector")
+
+    # a second Start while it trains is refused, in the page
+    student.locator("#watch-start").click()
+    student.wait_for_function("() => [...document.querySelectorAll('.toast-body.error')]"
+                              ".some(t => t.innerText.includes('already training'))", timeout=30_000)
+    assert any("already training" in t for t in error_toasts(student))
+
+    for page in (lecturer, student):
+        expect()(page.locator("#watch-status")).to_contain_text("finished", timeout=RUN_WAIT)
+        expect()(page.locator("#watch-status")).to_contain_text("induction head was born at step", timeout=30_000)
+        expect()(page.locator("#watch-attention-plot .gtitle")).to_contain_text("step 600", timeout=30_000)
+    shot(lecturer, "watch-end")
+    shot(student, "watch-end-projector")
+
+    # scrub the finished run back to the plateau
+    lecturer.get_by_label("the last finished run").check()
+    slider = lecturer.locator("#watch-step input[type=number]")
+    slider.fill("60")
+    slider.press("Enter")
+    expect()(lecturer.locator("#watch-attention-plot .gtitle")).to_contain_text("step 60:", timeout=30_000)
+    expect()(lecturer.locator("#watch-loss-plot .gtitle")).to_contain_text("Loss at step 60 of", timeout=30_000)
+    shot(lecturer, "watch-scrubbed")
+    assert not lecturer.errors and not student.errors, lecturer.errors + student.errors
+    lecturer.close()
+    student.close()
