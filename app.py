@@ -111,8 +111,10 @@ def wire_tabs(ui, tabs: dict):
         # one event draws the tab and notes it as current (two were a tenth of what a class's page opens sent)
         tab.select(lambda *values, draw=on_page, name=name: [*draw(*values), name], inputs, outputs + [ui.current],
                    js=js, api_visibility="private", concurrency_limit=4)
-        for control in controls:
-            control.input(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
+        for control in controls:        # the Sample tab's sliders: the page's own model answers them when it runs
+            trigger = browser_model.page_first(control.input, "redraw", inputs).success if name == "sample" \
+                else control.input
+            trigger(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
         gr.Button(visible=False).click(limited(fn, api_name), inputs, outputs, api_name=api_name,
                                        concurrency_limit=4)          # scripts call these: each visitor's share
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
@@ -164,8 +166,10 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
         bars, tokens = views.generation_pending(projector)
         return gr.update(value="Generating… (Stop ends it)", interactive=False), "", bars, gr.Plot(tokens, visible=True)
     ready = lambda: gr.update(value="Generate", interactive=True)      # a new update each time: Gradio consumes it
-    gen_event = ui.go.click(busy, ui.projector, [ui.go, ui.generated, ui.bars, ui.generated_plot], queue=False,
-                            api_visibility="private").then(
+    # Generate and Stop: the page's own model answers them when it runs, sending nothing (browser_model.page_first)
+    gen_event = browser_model.page_first(ui.go.click, "generate", sampling).success(
+        busy, ui.projector, [ui.go, ui.generated, ui.bars, ui.generated_plot], queue=False,
+        api_visibility="private").then(
         in_place(generate, streamed), sampling, streamed, js=clamp_in_page(sampling), api_visibility="private",
         concurrency_limit=GENERATIONS_AT_ONCE, concurrency_id="generate")
     gen_event.then(ready, None, ui.go, queue=False, api_visibility="private")
@@ -173,7 +177,8 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
                                    concurrency_limit=GENERATIONS_AT_ONCE, concurrency_id="generate")
     for control in (ui.max_new, ui.steer_alpha):
         show_clamped(control)
-    ui.stop.click(ready, None, ui.go, cancels=[gen_event], queue=False, api_visibility="private")
+    browser_model.page_first(ui.stop.click, "stop", []).success(ready, None, ui.go, cancels=[gen_event], queue=False,
+                                                                api_visibility="private")
     ui.kv_button.click(bind(views.kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
     size_inputs = [ui.preset] + ui.calc + [ui.projector]
     ui.preset.change(bind(views.size_view), size_inputs, ui.size_out, api_name="size")

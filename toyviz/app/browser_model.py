@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import html
 import json
 import os
 import shutil
@@ -28,6 +29,10 @@ from pathlib import Path
 
 import gradio as gr
 
+from toyviz.app import widgets
+from toyviz.app.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES
+from toyviz.app.loaded import clean_prompt
+from toyviz.errors import UserError
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.serving.static import Shelf
 
@@ -129,7 +134,8 @@ def head(shelf: Shelf, folder: Path = CHECKPOINTS / "gpt") -> str:
         fallback = {"backend": "server", "reason": why, "modelHash": None}
         return (f"<script>window.toyviz = Object.assign({json.dumps(fallback)}, {{ready: Promise.resolve('server'), "
                 f"load: () => Promise.resolve('server')}});"
-                f"window.toyvizMount = (element) => {{ element.textContent = 'Running on the server: ' + {json.dumps(why)}; }};"
+                f"window.toyvizMount = (element) => {{ element.querySelector('.tv-backend').textContent = "
+                f"'The sampler runs on the server: ' + {json.dumps(why)}; }};"
                 f"</script>")
     loader = LOADER.replace("SCRIPT_URL", json.dumps(shelf.add(SCRIPT)))
     return f"<script>window.toyvizConfig = {json.dumps(config(shelf, folder))};\n{loader}</script>"
@@ -153,13 +159,45 @@ LOADER = """(() => {
       return loading;
     } };
   const mountLater = (element) => window.toyviz.load().then(() => window.toyvizMount !== mountLater
-    ? window.toyvizMount(element) : (element.textContent = "Running on the server: " + window.toyviz.reason));
+    ? window.toyvizMount(element)
+    : (element.querySelector(".tv-backend").textContent = "The sampler runs on the server: " + window.toyviz.reason));
   window.toyvizMount = mountLater;
 })();"""
 
 
+def sampler_settings() -> dict:
+    """What the page's sampler must agree on with the server's: each control's default and range
+    (toyviz.app.controls), the prompt's longest length, and the server's refusal of an empty prompt as the
+    page receives it (its message and figure), so that both say the same words in the same place."""
+    try:
+        clean_prompt("")
+    except UserError as err:
+        empty = str(err)
+    note, figure = widgets.placeholders(empty, [gr.Markdown(render=False), widgets.FigurePlot(render=False)])
+    return {"defaults": {k: DEFAULTS[k] for k in SAMPLER}, "ranges": {k: RANGES[k] for k in SAMPLER},
+            "maxPromptChars": MAX_PROMPT_CHARS, "empty": {"note": note, "figure": json.loads(figure.to_json())}}
+
+
+SAMPLER = ("temperature", "top_k", "top_p", "max_new", "seed")
+
+
 def panel() -> gr.HTML:
-    """The Sample tab's in-browser panel: prompt, sliders, bars, attention, generation (web/src/panel.js)."""
-    return gr.HTML("", elem_id="browser-model", js_on_load=(
+    """The Sample tab's one line saying who runs its sampler: the page's own model once it is ready (it then
+    answers the tab's sliders, Generate and Stop itself: web/src/sampler.js), the server until then or
+    when the model cannot load here, and why."""
+    settings = html.escape(json.dumps(sampler_settings()), quote=True)
+    return gr.HTML(f"<div class='tv-backend' data-settings=\"{settings}\">The model runs on the server.</div>",
+                   elem_id="browser-model", js_on_load=(
         "if (window.toyvizMount) window.toyvizMount(element);"
-        "else element.textContent = 'Running on the server: the page was served without its browser-model <head>';"))
+        "else element.querySelector('.tv-backend').textContent = "
+        "'The model runs on the server: the page was served without its browser-model <head>.';"))
+
+
+def page_first(trigger, action: str, inputs: list):
+    """An event of the Sample tab that the page's own sampler answers when it runs the model, sending nothing
+    (the slider's redraw, Generate, Stop): `trigger` (e.g. `ui.go.click`) first runs `action` in the page
+    with the event's inputs; chain the server's part with `.success(...)`, which runs only when the page
+    left the event to it. Gradio cannot skip an event's server call from its `js`: the page's part throws
+    to end the chain, on an event with no outputs, which shows nothing (Gradio's catch is silent)."""
+    return trigger(None, inputs, None, js=f"(...values) => window.toyviz.sampler?.take({json.dumps(action)}, values)",
+                   queue=False, api_visibility="private")

@@ -126,7 +126,7 @@ def why_tab(ui):
     with gr.Tab("Why this token?", id="why") as ui.tab_why:
         intro(ui, "why")
         ui.why_token = gr.Dropdown([("the top prediction", "")], value="", allow_custom_value=True,
-                                   label="explain the next token (pick one, or type any single token)", elem_id="why-token")
+                                   label="explain the next token (pick one, or type a token as the tabs show it: ␣lord)", elem_id="why-token")
         ui.why_out = [gr.HTML(elem_id="why-summary", js_on_load=SCROLL_TO_PANEL), plot(explain.PANELS["components"]),
                       plot(explain.PANELS["saliency"]), plot(explain.PANELS["lens"]), gr.HTML(elem_id="why-sources-panel")]
         gr.Markdown("### Activation patching: where does what tells two prompts apart live?")
@@ -148,26 +148,26 @@ def why_tab(ui):
 
 def sample_tab(ui):
     with gr.Tab("Sample", id="sample") as ui.tab_sample:
-        # the GPT in the student's browser first (issue #31): it answers as the sliders move, the server's
-        # controls below are the fallback and what the server alone does (steering, the KV cache)
-        ui.browser_model = browser_model.panel()
+        # one sampler (issue 44): these controls, the header's prompt, one Generate and one Stop; the page's own
+        # model answers them once it is ready (web/src/sampler.js), the server until then, and the line says which
         intro(ui, "sample")
+        ui.browser_model = browser_model.panel()
         with gr.Row():
             ui.temperature = slider("temperature", "temperature (0 = greedy)", 0.05, elem_id="temperature")
             ui.top_k = slider("top_k", "top-k (0 = off)", elem_id="top-k")
             ui.top_p = slider("top_p", "top-p", 0.05, elem_id="top-p")
         with gr.Row():
             ui.max_new = slider("max_new", "max new tokens", elem_id="max-new")
-            ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed")
+            ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed", elem_id="seed")
             ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
             ui.stop = gr.Button("Stop", elem_id="stop")
-        with gr.Row():
-            ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
-                                         label="steer with feature # (-1 = off; numbers in the Features tab)")
-            ui.steer_alpha = slider("steer_alpha", "steering strength α (0 = off)", 0.5, elem_id="steer-alpha")
         ui.bars = plot("bars-plot")
         ui.generated = gr.HTML(elem_id="generated")
         ui.generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
+        with gr.Row():          # the server's alone: a steered generation runs there, wherever the model runs
+            ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
+                                         label="steer with feature # (-1 = off; numbers in the Features tab)")
+            ui.steer_alpha = slider("steer_alpha", "steering strength α (0 = off)", 0.5, elem_id="steer-alpha")
         ui.kv_button = gr.Button("Measure the KV cache", size="sm", elem_id="kv-button")
         ui.kv_text = gr.Markdown(elem_id="kv-result")
 

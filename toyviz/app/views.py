@@ -10,6 +10,7 @@ The figure-returning outputs are plotly figures; text outputs are Markdown or HT
 from __future__ import annotations
 
 import html
+import re
 import time
 from typing import Iterator
 
@@ -298,11 +299,29 @@ def sources_html(explorer: Explorer, answer) -> str:
             "<th>share</th><th>examples</th></tr>" + "".join(rows) + "</table></div>")
 
 
+def why_token(explorer: Explorer, token) -> str | int:
+    """The token box's text → the token explorer.why explains: "" the top prediction; a token of the GPT's
+    vocabulary written as the tabs show tokens (␣ a space, ↵ a new line) or as a word ("lord" → "␣lord"), digits
+    too ("7" is the token 7: the box takes text, while explorer.why reads digits as an id) → its id. An id given
+    as a number (the API) stays an id."""
+    if isinstance(token, (int, float)):
+        return checked("token_id", token, upper=explorer.need_gpt().config.vocab_size - 1)
+    text = str(token).replace("␣", " ").replace("↵", "\n")
+    if not text:
+        return ""
+    tokenizer = explorer.need_gpt().tokenizer
+    for candidate in (text, " " + text.strip(), text.strip()):
+        if candidate.strip() and len(ids := tokenizer.encode(candidate)) == 1:
+            return ids[0]
+    pieces = tokenizer.pieces(tokenizer.encode(text))
+    raise UserError(f"“{visible(text)}” is not a token of the GPT's vocabulary: the model reads it as {len(pieces)} "
+                    f"tokens ({' | '.join(map(visible, pieces))}). Type one token as the other tabs show tokens "
+                    "(␣lord is “lord” with the space before it), or pick one from the list")
+
+
 def why_view(explorer: Explorer, prompt, token="", projector=False):
     """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
-    if isinstance(token, (int, float)) or str(token).strip().lstrip("-").isdigit():     # an id, not a piece
-        token = checked("token_id", token, upper=explorer.need_gpt().config.vocab_size - 1)
-    answer, note = explorer.why(prompt, token)
+    answer, note = explorer.why(prompt, why_token(explorer, token))
     top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
     summary = (paragraph_html(explain.paragraph(answer)) +
                f"<details id='{explain.PANELS['prediction']}'><summary>top next tokens</summary><ul>{top}</ul></details>")
@@ -400,11 +419,18 @@ def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p
 TOKENS_PER_S, TEXT_EVERY_S, UPDATES_PER_S = 24, 1 / 13, 80
 
 
+# control characters other than newline and tab, shown in caret notation as the figures show them (raw, a
+# browser draws an empty box); the page's sampler writes the same (web/src/figures.js probabilitySpan)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def probability_html(pieces: list[tuple[str, float]]) -> str:
     """Generated text with each token's background as dark as the probability it was drawn with. Only
     spans, no wrapper: each streamed update extends the last one, so Gradio sends just the new spans."""
+    caret = lambda m: "^" + chr(ord(m.group()) ^ 0x40)
     return "".join(f'<span class="token-prob" title="p = {p:.3f}" style="background: rgba(99,102,241,'
-                   f'{0.12 + 0.6 * p:.2f})">{html.escape(text)}</span>' for text, p in pieces)
+                   f'{0.12 + 0.6 * p:.2f})">{CONTROL.sub(caret, html.escape(text, quote=False))}</span>'
+                   for text, p in pieces)
 
 
 def steering_feature(explorer: Explorer, feature, alpha) -> int:

@@ -4,8 +4,9 @@
 //   modelHash sha256 (hex) of checkpoints/gpt/model.safetensors, the file the graphs read their weights from
 //   tokenize(text) → ids exactly as Python's gpt.encode(text)[0] (BOS first, cut to the context)
 //   forward(ids)   → Promise of {logits: Float32Array(T·V), attention: Float32Array(L·H·T·T), T, V, L, H}
-import { Panel } from "./panel.js";
+//   sampler   the Sample tab's sampler while the page's model runs it (sampler.js), else absent
 import { RemoteModel } from "./remote.js";
+import { Sampler } from "./sampler.js";
 import { Tokenizer } from "./tokenizer.js";
 import { verify } from "./verify.js";
 
@@ -44,18 +45,20 @@ async function load() {
   return toyviz.backend;
 }
 
-// called by the Sample tab's gr.HTML (js_on_load) when the tab is first opened
+// called by the Sample tab's gr.HTML (js_on_load) when the tab is first opened: its one line says who samples
 window.toyvizMount = async function mount(element) {
-  if (toyviz.panel) return;
-  const panel = (toyviz.panel = new Panel(element));
-  panel.say("Loading the model into your browser…");
+  if (toyviz.mounted) return;
+  toyviz.mounted = true;
+  const line = element.querySelector(".tv-backend");
+  line.textContent = "Loading the model into your browser… until it is ready, the server samples.";
   if ((await toyviz.ready) === "browser") {
-    await panel.start(toyviz.model, toyviz.tokenizer);
-    toyviz.shownAt = performance.now();      // the first bars and heatmap are on screen
-    panel.say(`Running in your browser (onnxruntime-web, ready ${(toyviz.readyAt / 1000).toFixed(1)} s after the page opened` +
-              `${toyviz.model.loaded.cached ? ", from the cache" : ""}; weights sha256 ${toyviz.model.loaded.checked}). ` +
-              "Sampling here sends nothing to the server.");
+    toyviz.sampler = new Sampler(JSON.parse(line.dataset.settings), toyviz.model, toyviz.tokenizer);
+    toyviz.shownAt = performance.now();
+    line.textContent = `The sampler runs in your browser: the sliders, Generate and Stop send nothing to the server ` +
+      `(onnxruntime-web, ready ${(toyviz.readyAt / 1000).toFixed(1)} s after the page opened` +
+      `${toyviz.model.loaded.cached ? ", from the cache" : ""}, weights sha256 ${toyviz.model.loaded.checked}; ` +
+      "a steered generation runs on the server).";
   } else {
-    panel.say(`Running on the server: the model could not load in this browser (${toyviz.reason}). Use the controls below.`);
+    line.textContent = `The sampler runs on the server: the model could not load in this browser (${toyviz.reason}).`;
   }
 };

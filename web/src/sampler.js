@@ -1,0 +1,174 @@
+// The Sample tab's one sampler, answered by the page's own model: the tab's Gradio controls (the header's
+// prompt, the sliders, Generate, Stop) stay the only ones; while this runs, their events end in the page
+// (toyviz/app/browser_model.py page_first hands each event's values to `take`) and the page draws into the
+// tab's own plot and text, sending nothing to the server. The same defaults, limits and refusals as the
+// server's (the settings the panel carries come from toyviz.app.controls and the server's own message).
+import { barsTemplate, nextTokenBars, probabilitySpan } from "./figures.js";
+import { draw, nextTokenProbs, random } from "./sampling.js";
+
+// thrown from an event's page-side part to end it before its server part (Gradio has no other way)
+const ANSWERED = "answered in the page";
+const STEERING = 7, STEER_ALPHA = 8;
+const WHOLE = new Set(["top_k", "max_new", "seed"]);        // ints in toyviz.app.controls.DEFAULTS              // a generation's inputs: prompt, T, k, p, max new, seed, projector, steering
+
+export class Sampler {
+  // settings: browser_model.sampler_settings(); model, tokenizer: the page's own (main.js)
+  constructor(settings, model, tokenizer) {
+    Object.assign(this, { settings, model, tokenizer, template: null, running: false, lastRun: null });
+    this.prompt()?.addEventListener("input", () => this.schedule());
+  }
+
+  // Gradio's event `action` with its inputs' values → [] to let the server answer, or throws once answered here
+  take(action, values) {
+    if (action === "stop") {
+      if (!this.running) return [];
+      this.stopped = true;
+      this.stopNow?.({ done: true });
+    } else if (action === "redraw") {
+      const [text, temperature, topK, topP] = values;
+      this.redraw(text, this.limited({ temperature, top_k: topK, top_p: topP }));
+    } else if (action === "generate") {
+      if (Number(values[STEER_ALPHA]) !== 0 && Number(values[STEERING]) >= 0) return [];   // steering: the server's
+      const [text, temperature, topK, topP, maxNew, seed] = values;
+      this.generate(text, this.limited({ temperature, top_k: topK, top_p: topP, max_new: maxNew, seed }));
+    } else {
+      return [];
+    }
+    throw new Error(ANSWERED);
+  }
+
+  // each value forced into its control's range, as toyviz.app.controls.setting does on the server
+  limited(values) {
+    const out = {};
+    for (const [name, value] of Object.entries(values)) {
+      const [low, high] = this.settings.ranges[name];
+      let number = Number(value);
+      if (!Number.isFinite(number)) number = this.settings.defaults[name];
+      number = Math.min(Math.max(number, low), high);
+      out[name] = WHOLE.has(name) ? Math.trunc(number) : number;
+    }
+    return out;
+  }
+
+  // the controls on screen now (a keystroke in the prompt reads the sliders as they are)
+  prompt() { return document.querySelector("#prompt textarea"); }
+  sliders() {
+    const read = (id) => document.querySelector(`#${id} input[type=number]`)?.value;
+    return this.limited({ temperature: read("temperature"), top_k: read("top-k"), top_p: read("top-p") });
+  }
+  plot(id) { return document.querySelector(`#${id} .js-plotly-plot`); }
+  shown() { return this.plot("bars-plot")?.offsetParent != null; }      // the Sample tab is on screen
+
+  // the text the model gets, as the server's clean_prompt makes it, or null after showing its refusal
+  checked(text) {
+    text = String(text ?? "").replaceAll("\0", "").slice(0, this.settings.maxPromptChars);
+    if (text.trim()) return text;
+    this.refuse();
+    return null;
+  }
+
+  // the server's refusal of an empty prompt, in the same places: the note, the bars, the generated text
+  refuse() {
+    const { note, figure } = this.settings.empty;
+    setNote(note);
+    setGenerated("");
+    const plot = this.plot("bars-plot");
+    if (plot) window.Plotly.react(plot, figure.data ?? [], figure.layout);
+  }
+
+  // a keystroke in the prompt: one forward pass per animation frame at most, on the newest prompt
+  schedule() {
+    if (this.pending || !this.shown()) return;
+    this.pending = requestAnimationFrame(() => { this.pending = null; this.redraw(this.prompt().value, this.sliders()); });
+  }
+
+  async redraw(text, settings) {
+    text = this.checked(text);
+    if (text === null) return;
+    const out = await this.model.forward(window.toyviz.tokenize(text));
+    this.drawBars(out.logits.subarray((out.T - 1) * out.V), settings);
+    setNote("");
+  }
+
+  drawBars(logits, { temperature, top_k: topK, top_p: topP }) {
+    const plot = this.plot("bars-plot");
+    this.template = barsTemplate(plot) ?? this.template;        // the server's last bars: theme, sizes
+    if (!plot || !this.template) return;
+    const figure = nextTokenBars(this.template, logits, (id) => this.tokenizer.piece(id), temperature, topK, topP);
+    window.Plotly.react(plot, figure.data, figure.layout);
+    this.logits = logits;
+  }
+
+  async generate(text, settings) {
+    if (this.running) return;
+    text = this.checked(text);
+    if (text === null) return;
+    const button = document.querySelector("#generate");
+    this.running = true; this.stopped = false;
+    button.disabled = true; button.textContent = "Generating… (Stop ends it)";
+    setNote("");
+    const tokensPlot = document.querySelector("#generated-plot");
+    if (tokensPlot) tokensPlot.hidden = true;                   // the server's last run's figure is not this one's
+    const seq = window.toyviz.tokenize(text), made = [];
+    const uniform = random(settings.seed), decoder = new TextDecoder();
+    const spans = [];
+    setGenerated("");
+    const started = performance.now();
+    const steps = this.model.logitsFor(seq);
+    // Stop ends the loop at once: a step still under way in the model's worker finishes unseen
+    const stop = new Promise((resolve) => { this.stopNow = resolve; });
+    let logits = null;
+    try {
+      for (;;) {
+        const step = await Promise.race([steps.next(), stop]);
+        if (step.done || this.stopped) break;
+        logits = step.value;
+        if (made.length >= settings.max_new) break;
+        const probs = nextTokenProbs(logits, settings.temperature, settings.top_k, settings.top_p);
+        const id = draw(probs, uniform);
+        seq.push(id); made.push(id);
+        spans.push(probabilitySpan(decoder.decode(this.tokenizer.tokenBytes(id), { stream: true }), probs[id]));
+        this.showNextFrame(spans);
+        await yieldToPage();          // Stop's click and the paint get in between two tokens
+      }
+    } catch (error) {
+      setNote(`⚠ Generation failed in the browser: ${error.message}`);
+      throw error;
+    } finally {
+      steps.return();                 // not awaited: it waits for a step under way
+      this.running = false; button.disabled = false; button.textContent = "Generate";
+    }
+    setGenerated(spans.join(""));
+    // after the last token: the distribution of the one after it, as the server's run ends (not after Stop)
+    if (!this.stopped && logits) this.drawBars(logits, settings);
+    this.lastRun = { tokens: made, seconds: (performance.now() - started) / 1000, stopped: this.stopped };
+    return this.lastRun;
+  }
+
+  showNextFrame(spans) {
+    this.spans = spans;
+    if (this.textPending) return;
+    this.textPending = requestAnimationFrame(() => { this.textPending = null; setGenerated(this.spans.join("")); });
+  }
+}
+
+// Gradio's HTML and Markdown components show their value in one element each (the HTML's .prose, the
+// Markdown's span.md), set whole on every update: written here, until the server next answers them
+function setGenerated(markup) {
+  const box = document.querySelector("#generated .html-container .prose");
+  if (box) box.innerHTML = markup;
+}
+function setNote(markdown) {
+  const box = document.querySelector("#note span.md");
+  if (!box) return;
+  const bold = /^⚠ \*\*(.*)\*\*$/s.exec(markdown);           // the only Markdown the server's refusal uses
+  box.textContent = "";
+  if (bold) box.append("⚠ ", Object.assign(document.createElement("strong"), { textContent: bold[1] }));
+  else box.textContent = markdown;
+}
+
+// a macrotask without setTimeout's 4 ms clamp on nested timers
+const channel = new MessageChannel();
+const waiting = [];
+channel.port1.onmessage = () => waiting.shift()();
+const yieldToPage = () => new Promise((resolve) => { waiting.push(resolve); channel.port2.postMessage(null); });
