@@ -232,7 +232,8 @@ def wire_links(ui):
 
 def lecture_answers(ui, lessons: Presenter):
     """(show, failed): what a lecture's events answer with; `ui.lesson_outputs`, the lesson bar's part of it."""
-    ui.lesson_outputs = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick]
+    ui.lesson_outputs = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick,
+                         ui.lesson_reveal, ui.lesson_pick]
 
     def show(shown, root: str, projector: bool | None = None, values: tuple | None = None) -> list:
         """The lecture's step: its view's controls and the bar; given the tabs' inputs (`values`), its tab drawn
@@ -242,7 +243,9 @@ def lecture_answers(ui, lessons: Presenter):
             view["projector"] = projector            # a step that does not name it keeps the page's
         shown_view = [gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
                       presenter.bar(shown, lessons.lectures, root), gr.Row(visible=True), presenter.client(shown),
-                      {"secret": shown.secret, "root": root}, gr.Timer(active=True)]
+                      {"secret": shown.secret, "root": root}, gr.Timer(active=True),
+                      # Reveal on a question's step only, spent once pressed; the picker names the lesson open
+                      gr.Button(visible=shown.step.question is not None, interactive=shown.hides), shown.name]
         if values is None:
             return shown_view
         by_input = dict(zip(ui.all_inputs, values)) | {c: view[key] for c, key in zip(ui.link_controls, DEFAULTS)
@@ -251,7 +254,7 @@ def lecture_answers(ui, lessons: Presenter):
 
     def failed(why: str, lecture: dict) -> list:         # the reason in the bar, no buttons to press
         return [gr.Column(visible=True), presenter.problem(why), gr.Row(visible=False), {}, lecture,
-                gr.Timer(active=False)]
+                gr.Timer(active=False), gr.skip(), gr.skip()]
     return show, failed
 
 
@@ -270,7 +273,7 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
         except UserError as err:                    # a lesson with a mistake, a stale presenter link
             return ui.restore(request) + failed(str(err), {"root": root})
         if shown is None:
-            return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}, gr.skip()]
+            return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}] + [gr.skip()] * 3
         return show(shown, root, links.parse(query)["projector"] if "projector" in query else None)
 
     def picked(name: str, lecture: dict, projector: bool):

@@ -24,10 +24,16 @@ def test_a_feature_number_outside_the_dictionary_is_refused_with_its_range(shipp
     assert f"Feature #{last}:" in views.features_view(shipped, PROMPT, last, "")[2]     # the range's ends still work
 
 
-@pytest.mark.parametrize("token", [999999, "999999", -3, "-3"])
+@pytest.mark.parametrize("token", [999999, -3])
 def test_a_token_id_past_the_vocabulary_is_refused_not_explained_as_another(shipped, token):
     with pytest.raises(UserError, match=f"token id must be a whole number from 0 to {shipped.gpt.config.vocab_size - 1}"):
         views.why_view(shipped, PROMPT, token)
+
+
+@pytest.mark.parametrize("typed", ["999999", "-3"])
+def test_digits_typed_in_the_token_box_are_text_not_an_id(shipped, typed):     # issue 44: said in tokens
+    with pytest.raises(UserError, match=f"“{typed}” is not a token of the GPT's vocabulary: the model reads it as"):
+        views.why_view(shipped, PROMPT, typed)
 
 
 @pytest.mark.parametrize("feature, alpha", [(999999, 5.0), (-5, 5.0), (-5, 0.0), (999999, 0.0)])

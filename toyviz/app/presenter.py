@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 from markdown_it import MarkdownIt
@@ -104,6 +105,11 @@ class Shown:
     def hides(self) -> bool:
         """A question still open: its answering panels stay covered."""
         return self.step.question is not None and not self.lecture.revealed
+
+    @property
+    def name(self) -> str:
+        """The lesson as the Lessons picker names it (lessons.available: a file's name without .md)."""
+        return Path(self.lecture.lesson).stem
 
 
 class Presenter:
@@ -249,5 +255,7 @@ def bar(shown: Shown, lectures: Lectures, root: str) -> str:
 
 
 def problem(why: str) -> str:
-    """The bar when a lesson or a presenter link does not open: the reason, where the lesson would be."""
-    return f"<div class='lesson lesson-problem'>⚠ {html.escape(why)}</div>"
+    """The bar when a lesson or a presenter link does not open: the reason, where the lesson would be; a lesson's
+    mistakes one a line (LessonError), each with its line in the file."""
+    lines = "<br>".join(html.escape(line) for line in why.splitlines())
+    return f"<div class='lesson lesson-problem'>⚠ {lines}</div>"

@@ -24,10 +24,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from toyviz.app.lessons import LessonError
+from toyviz.classroom import store
 from toyviz.classroom.store import LONGEST_CHOICE, Lecture, Lectures, lesson_of, normal
 from toyviz.classroom.throttle import Throttle
 
-PAGE = (Path(__file__).with_name("phone.html")).read_text(encoding="utf-8")
+# the page's typed answer holds what a vote may hold (its maxlength and counter), said once, here and in the store
+PAGE = Path(__file__).with_name("phone.html").read_text(encoding="utf-8").replace("__LONGEST_CHOICE__", str(LONGEST_CHOICE))
 # a join is a page load or a look-up of a code that is not a lecture's: a hall behind one address joins at
 # once, a script guessing codes gets one a second (31**6 codes: years to find a lecture)
 JOINS = (300, 1.0)
@@ -41,7 +43,7 @@ PAYLOADS_KEPT = 256              # built /now answers kept (a lecture's current 
 class Vote(BaseModel):
     device: str = Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")    # random, made by the phone, kept in its localStorage
     step: int                                                 # the step the phone shows: a late vote is not moved on
-    choice: str = Field(min_length=1, max_length=LONGEST_CHOICE)
+    choice: str         # its length is checked by `vote`, which says why in words the phone shows (pydantic's would not)
 
 
 class Move(BaseModel):
@@ -71,6 +73,25 @@ def refused(throttle: Throttle, request: Request) -> Response | None:
 
 def not_found(code: str) -> JSONResponse:
     return JSONResponse({"error": f"No lecture has the code {normal(code)} today (a code ends with its day)."}, 404)
+
+
+def unfit(choice: str) -> str:
+    """Why a typed answer cannot be a vote, in the words the phone shows ("" when it can)."""
+    if not choice.strip():
+        return "the answer is empty: type a token or a number"
+    if len(choice) > LONGEST_CHOICE:
+        return (f"the answer is {len(choice):,} characters; one holds at most {LONGEST_CHOICE} "
+                "(a token or a number): shorten it and vote again")
+    return ""
+
+
+def not_counted(lectures: Lectures, lecture: Lecture) -> str:
+    """Why the store refused a fitting vote on the lecture's current step (it says only False)."""
+    if lectures.closed(lecture.code, lecture.step):
+        return "the answer is out: this step's votes are closed"
+    if sum(lectures.tally(lecture.code, lecture.step).values()) >= store.VOTES_PER_STEP:
+        return f"this step's ballot box is full ({store.VOTES_PER_STEP:,} votes): yours was not counted"
+    return "this phone has already voted on this step"
 
 
 def current(lectures: Lectures, lecture: Lecture) -> dict:
@@ -134,10 +155,10 @@ def router(lectures: Lectures) -> APIRouter:
         choices = current(lectures, lecture).get("choices")
         if choices and ballot.choice not in choices:
             return JSONResponse({"error": f"{ballot.choice!r} is not one of this step's choices"}, 422)
+        if problem := unfit(ballot.choice):
+            return JSONResponse({"counted": False, "step": lecture.step, "why": problem}, 422)
         counted = lectures.vote(code, ballot.device, ballot.choice)
-        why = "" if counted else ("the answer is out: this step's votes are closed" if lectures.closed(code, lecture.step)
-                                  else "this phone has already voted on this step")
-        return {"counted": counted, "step": lecture.step, "why": why}
+        return {"counted": counted, "step": lecture.step, "why": "" if counted else not_counted(lectures, lecture)}
 
     def presenter(code: str, secret: str, request: Request, act) -> Response | dict:
         lecture = lectures.presenting(secret)
