@@ -149,8 +149,10 @@ def why_tab(ui):
 def sample_tab(ui):
     with gr.Tab("Sample", id="sample") as ui.tab_sample:
         # one sampler (issue 44): these controls, the header's prompt, one Generate and one Stop; the page's own
-        # model answers them once it is ready (web/src/sampler.js), the server until then, and the line says which
-        intro(ui, "sample")
+        # model answers them once it is ready (web/src/sampler.js), the server until then, and the line says which.
+        # The bars come first: in a lecture the lesson bar and the header fill most of the first screen, and the
+        # bars are what a step's question points at
+        ui.bars = plot("bars-plot")
         ui.browser_model = browser_model.panel()
         with gr.Row():
             ui.temperature = slider("temperature", "temperature (0 = greedy)", 0.05, elem_id="temperature")
@@ -161,9 +163,9 @@ def sample_tab(ui):
             ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed", elem_id="seed")
             ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
             ui.stop = gr.Button("Stop", elem_id="stop")
-        ui.bars = plot("bars-plot")
         ui.generated = gr.HTML(elem_id="generated")
         ui.generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
+        intro(ui, "sample")
         with gr.Row():          # the server's alone: a steered generation runs there, wherever the model runs
             ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
                                          label="steer with feature # (-1 = off; numbers in the Features tab)")

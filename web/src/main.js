@@ -54,10 +54,9 @@ window.toyvizMount = async function mount(element) {
   if ((await toyviz.ready) === "browser") {
     toyviz.sampler = new Sampler(JSON.parse(line.dataset.settings), toyviz.model, toyviz.tokenizer);
     toyviz.shownAt = performance.now();
-    line.textContent = `The sampler runs in your browser: the sliders, Generate and Stop send nothing to the server ` +
-      `(onnxruntime-web, ready ${(toyviz.readyAt / 1000).toFixed(1)} s after the page opened` +
-      `${toyviz.model.loaded.cached ? ", from the cache" : ""}, weights sha256 ${toyviz.model.loaded.checked}; ` +
-      "a steered generation runs on the server).";
+    line.textContent = `The sampler runs in your browser: its controls send nothing to the server (ready in ` +
+      `${(toyviz.readyAt / 1000).toFixed(1)} s${toyviz.model.loaded.cached ? " from the cache" : ""}, weights sha256 ` +
+      `${toyviz.model.loaded.checked}; a steered generation runs on the server).`;
   } else {
     line.textContent = `The sampler runs on the server: the model could not load in this browser (${toyviz.reason}).`;
   }

@@ -82,11 +82,15 @@ export class Sampler {
     this.pending = requestAnimationFrame(() => { this.pending = null; this.redraw(this.prompt().value, this.sliders()); });
   }
 
+  // the prompt's next-token bars for these settings: a slider's move redraws from the prompt's stored logits
   async redraw(text, settings) {
     text = this.checked(text);
     if (text === null) return;
-    const out = await this.model.forward(window.toyviz.tokenize(text));
-    this.drawBars(out.logits.subarray((out.T - 1) * out.V), settings);
+    if (this.read?.text !== text) {
+      const out = await this.model.forward(window.toyviz.tokenize(text));
+      this.read = { text, logits: out.logits.subarray((out.T - 1) * out.V), T: out.T };
+    }
+    this.drawBars(this.read.logits, settings);
     setNote("");
   }
 
@@ -96,7 +100,7 @@ export class Sampler {
     if (!plot || !this.template) return;
     const figure = nextTokenBars(this.template, logits, (id) => this.tokenizer.piece(id), temperature, topK, topP);
     window.Plotly.react(plot, figure.data, figure.layout);
-    this.logits = logits;
+    this.drawn = (this.drawn ?? 0) + 1;                          // how many figures the page drew (benchmarks)
   }
 
   async generate(text, settings) {

@@ -1,0 +1,160 @@
+"""The Sample tab's one sampler (issue 44) in Chromium: one prompt (the header's), one set of sliders, one
+Generate and one Stop, answered by the page's own model once it is ready — with no request to the server —
+and by the server when it is not; the same refusals as the server's, in the same place; and a lesson's
+revealed answer is the top bar of the one bars figure on the first screen.
+
+Reuses tests/test_browser_model.py's server and page (skipped as it is: Chromium, the exported graphs and
+the page's build) and tests/test_browser_lessons.py's lecture server. Screenshots land in
+screenshots/sampler-*.png.
+"""
+import re
+
+import pytest
+
+from test_browser import SHOTS, expect
+from test_browser_lessons import Server, counter
+from test_browser_model import WAIT, browser, explorer, open_page, page, pytestmark, url  # noqa: F401
+
+BARS = "document.querySelector('#bars-plot .js-plotly-plot')"
+TITLE = f"() => {BARS}.layout.title.text"
+
+
+def set_slider(page, elem_id, value):
+    """Type into a slider's box and leave it, as a student would: Gradio's input event follows."""
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def top_bar(page) -> str:
+    """The top bar's token as the figure labels it: "␣be (#123)" → "␣be"."""
+    return page.evaluate(f"() => {BARS}.data[0].y[0]").rsplit(" (#", 1)[0]
+
+
+def test_the_tab_has_one_prompt_one_set_of_controls_and_says_who_samples(page):
+    assert page.locator("#prompt textarea").count() == 1 and page.locator("textarea").count() >= 1
+    for control in ("#generate", "#stop", "#temperature", "#top-k", "#top-p", "#max-new", "#seed"):
+        assert page.locator(control).count() == 1, control
+    assert page.locator("#browser-model button, #browser-model input, #browser-model textarea").count() == 0
+    line = page.locator("#browser-model .tv-backend").inner_text()
+    assert line.startswith("The sampler runs in your browser") and "\n" not in line
+
+
+def test_sliders_prompt_and_generation_send_nothing_when_the_page_samples(page, explorer):
+    """The bars follow the sliders and the prompt as the server would draw them, and a seeded generation of
+    max new tokens runs and stops in the page: 0 requests to the server's queue all along."""
+    page.locator("#prompt textarea").fill("First Citizen:\nBefore we proceed")
+    expect()(page.locator("#bars-plot .gtitle").first).to_contain_text("Next token", timeout=WAIT)
+    set_slider(page, "temperature", 0.3)
+    set_slider(page, "top-k", 3)
+    page.wait_for_function(f"() => ({TITLE})().includes('temperature 0.3, top-k 3')")
+    assert page.evaluate(f"() => {BARS}.data[0].x.filter(p => p > 0).length") == 3
+    gpt = explorer.gpt
+    logits = gpt.model.trace(gpt.encode("First Citizen:\nBefore we proceed")[0]).logits[-1]
+    expected = gpt.tokenizer.piece(int(logits.argmax()))
+    from toyviz.app.figures import visible
+    assert top_bar(page) == visible(expected)
+    set_slider(page, "top-k", 50)
+    set_slider(page, "max-new", 12)
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+    run = page.evaluate("window.toyviz.sampler.lastRun")
+    assert len(run["tokens"]) == 12 and not run["stopped"]
+    assert page.locator("#generated .token-prob").count() == 12
+    assert page.queue == [], page.queue
+
+
+def test_max_new_tokens_past_the_limit_stops_at_the_limit_and_stop_ends_it(page):
+    """100000 typed into max new tokens is the server's maximum (256), not minutes past the context."""
+    page.locator("#prompt textarea").fill("KING:")
+    set_slider(page, "max-new", 100000)
+    expect()(page.locator("#max-new input[type=number]")).to_have_value("256")
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null", timeout=2 * WAIT)
+    assert len(page.evaluate("window.toyviz.sampler.lastRun.tokens")) == 256
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelectorAll('#generated .token-prob').length > 10")
+    page.locator("#stop").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+    run = page.evaluate("window.toyviz.sampler.lastRun")
+    assert run["stopped"] and len(run["tokens"]) < 256
+    expect()(page.locator("#generate")).to_have_text("Generate")
+    assert page.queue == [], page.queue
+
+
+def refusal(page) -> dict:
+    return {"note": page.locator("#note").inner_text().strip(),
+            "figure": page.locator("#bars-plot .gtitle").first.text_content(),
+            "says": page.locator("#bars-plot .annotation-text").first.text_content()}
+
+
+def test_an_empty_prompt_is_refused_in_place_with_the_servers_message(browser, url, page):
+    page.locator("#prompt textarea").fill("   ")
+    page.locator("#generate").click()
+    expect()(page.locator("#note")).to_contain_text("The prompt is empty", timeout=WAIT)
+    in_page = refusal(page)
+    assert page.locator("#generated .token-prob").count() == 0
+    assert page.queue == [], page.queue
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "sampler-empty-prompt.png"))
+    # the same press where the server samples (the page's model kept out)
+    served = open_page(browser, url, weights="unreachable")
+    try:
+        assert served.evaluate("window.toyviz.backend") == "server"
+        served.locator("#prompt textarea").fill("   ")
+        served.locator("#generate").click()
+        expect()(served.locator("#note")).to_contain_text("The prompt is empty", timeout=WAIT)
+        expect()(served.locator("#generate")).to_have_text("Generate", timeout=WAIT)
+        assert refusal(served) == in_page
+        assert served.queue, "the server's sampler sent nothing"
+    finally:
+        served.close()
+    page.locator("#prompt textarea").fill("ROMEO:")          # the next prompt draws again
+    page.wait_for_function(f"() => ({TITLE})().startsWith('Next token')")
+
+
+def test_where_the_page_cannot_load_the_model_the_same_controls_use_the_server(browser, url):
+    page = open_page(browser, url, weights="unreachable")
+    try:
+        assert "runs on the server" in page.locator("#browser-model .tv-backend").inner_text()
+        set_slider(page, "max-new", 5)
+        page.locator("#generate").click()
+        expect()(page.locator("#generated-plot .gtitle").first).to_contain_text("5 generated tokens", timeout=WAIT)
+        assert any("/queue/" in u for u in page.queue)
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def lectures(tmp_path_factory):
+    served = Server(tmp_path_factory.mktemp("lectures") / "lectures.sqlite3").start()
+    yield served
+    served.demo.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 900), (1440, 900)])
+def test_the_sampling_lessons_revealed_answer_is_the_top_bar_on_the_first_screen(browser, lectures, size):
+    """A lecture of the shipped Sampling lesson, its first step revealed: the one bars figure on the Sample tab
+    is on the first screen, unscrolled, and its top bar's token is the answer the reveal names."""
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.set_default_timeout(WAIT)
+    page.goto(f"{lectures.url}?lesson=sampling", wait_until="domcontentloaded")
+    expect()(counter(page)).to_have_text(re.compile(r"^1 / \d+$"), timeout=WAIT)
+    page.wait_for_function("window.toyviz.ready")
+    page.locator("#lesson-reveal").click()
+    answer = page.locator("#lesson-bar .lesson-answer")
+    expect()(answer).to_contain_text("The model:", timeout=WAIT)
+    page.wait_for_function("() => !document.body.classList.contains('lesson-hides')")
+    page.evaluate("window.scrollTo(0, 0)")
+    revealed = re.search(r"The model:\s*(.+?)\s+—", answer.inner_text()).group(1).strip("“”\"")
+    assert top_bar(page) == revealed, (top_bar(page), revealed)
+    assert page.evaluate(f"() => {BARS}.layout.title.text").startswith("Next token: temperature 1, top-k off, top-p 1")
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"sampler-lesson-revealed-{size[0]}.png"))
+    label = page.evaluate(f"() => {BARS}.data[0].y[0]")
+    bar = page.locator("#bars-plot .ytick").filter(has_text=label).first.bounding_box()
+    assert bar["y"] + bar["height"] <= size[1], f"the top bar is at {bar['y']:.0f} px, below the first screen"
+    page.close()
