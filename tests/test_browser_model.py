@@ -2,9 +2,10 @@
 
 Needs the page's build (cd web && npm ci && npm run build) and the exported graphs (python -m
 toyviz.web); skipped without Chromium. The tokenizer is compared on > 30,000 tokens of mixed text,
-the forward pass on prompts up to the full context, greedy generation token for token; the panel's
-sliders and generation must send no request to the server's queue; and a browser that cannot fetch
-the weights must fall back to the server and say why.
+the forward pass on prompts up to the full context, greedy generation token for token; the Sample tab's
+sliders and generation, answered by the page's own model, must send no request to the server's queue
+(tests/test_browser_sampler.py checks the one sampler further); and a browser that cannot fetch the
+weights must fall back to the server and say why.
 """
 import os
 
@@ -134,19 +135,22 @@ def test_forward_equals_the_python_trace(page, explorer):
         assert np.abs(floats(out["attention"], (c.n_layer, c.n_head, T, T)) - trace.attention.numpy()).max() <= 1e-5
 
 
-def set_value(page, selector, value):
-    page.locator(selector).fill(str(value))          # fires input and change, as a drag or typing would
+def set_value(page, elem_id, value):
+    """Type into the Sample tab's control (a slider's box or the seed) and leave it, as a student would."""
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Tab")
 
 
 def generate(page, prompt, tokens, temperature, seed=0):
-    page.locator(".tv-prompt").fill(prompt)
-    set_value(page, "#tv-temperature", temperature)
-    set_value(page, "#tv-tokens", tokens)
-    set_value(page, "#tv-seed", seed)
-    page.evaluate("window.toyviz.panel.lastRun = null")
-    page.locator("#tv-generate").click()
-    page.wait_for_function("window.toyviz.panel.lastRun !== null")
-    return page.evaluate("window.toyviz.panel.lastRun")
+    page.locator("#prompt textarea").fill(prompt)
+    set_value(page, "temperature", temperature)
+    set_value(page, "max-new", tokens)
+    set_value(page, "seed", seed)
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+    return page.evaluate("window.toyviz.sampler.lastRun")
 
 
 def test_generation_in_the_browser_is_python_greedy_and_seeded_and_sends_nothing(page, explorer):
@@ -160,31 +164,35 @@ def test_generation_in_the_browser_is_python_greedy_and_seeded_and_sends_nothing
 
 
 def test_sliders_redraw_the_bars_without_the_server(page):
-    page.locator(".tv-prompt").fill("First Citizen:\nBefore we proceed")
-    page.wait_for_function("document.querySelectorAll('.tv-bar').length > 0")
-    bars = lambda: page.locator(".tv-bars").inner_text()
-    before = bars()
-    set_value(page, "#tv-temperature", 0.3)
-    assert bars() != before
-    set_value(page, "#tv-top-k", 3)
-    assert page.locator(".tv-bar").count() == 3
-    set_value(page, "#tv-top-k", 0)
-    set_value(page, "#tv-top-p", 0.05)
-    assert page.locator(".tv-bar").count() >= 1
-    set_value(page, "#tv-top-p", 1)
+    page.locator("#prompt textarea").fill("First Citizen:\nBefore we proceed")
+    bars = "() => document.querySelector('#bars-plot .js-plotly-plot').data[0].x"
+    kept = lambda: sum(p > 0 for p in page.evaluate(bars))
+    page.wait_for_function("document.querySelector('#bars-plot .js-plotly-plot').layout.title.text.includes('top-k 50')")
+    before = page.evaluate(bars)
+    set_value(page, "temperature", 0.3)
+    page.wait_for_function(f"() => ({bars})()[0] !== {before[0]}")
+    set_value(page, "top-k", 3)
+    page.wait_for_function("document.querySelector('#bars-plot .js-plotly-plot').layout.title.text.includes('top-k 3')")
+    assert kept() == 3
+    set_value(page, "top-k", 0)
+    set_value(page, "top-p", 0.05)
+    page.wait_for_function("document.querySelector('#bars-plot .js-plotly-plot').layout.title.text.includes('top-p 0.05')")
+    assert kept() >= 1
+    set_value(page, "top-p", 1)
     assert page.queue == []
 
 
 def test_stop_ends_a_generation(page):
-    page.locator(".tv-prompt").fill("KING:")
-    set_value(page, "#tv-tokens", 2000)
-    page.evaluate("window.toyviz.panel.lastRun = null")
-    page.locator("#tv-generate").click()
-    page.wait_for_function("document.querySelector('.tv-output b').textContent.length > 20")
-    page.locator("#tv-stop").click()
-    page.wait_for_function("window.toyviz.panel.lastRun !== null")
-    run = page.evaluate("window.toyviz.panel.lastRun")
-    assert run["stopped"] and len(run["tokens"]) < 2000
+    page.locator("#prompt textarea").fill("KING:")
+    set_value(page, "max-new", 256)
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#generated').textContent.length > 20")
+    page.locator("#stop").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+    run = page.evaluate("window.toyviz.sampler.lastRun")
+    assert run["stopped"] and len(run["tokens"]) < 256
+    assert page.queue == []
 
 
 MODEL_FILES = ("toyviz.js", ".onnx", "model.safetensors", ".wasm", "tokenizer.tiktoken")
@@ -214,8 +222,8 @@ def test_a_browser_that_cannot_load_the_model_uses_the_server_and_says_why(brows
     assert page.evaluate("window.toyviz.backend") == "server"
     note = page.locator("#browser-model .tv-backend").inner_text()
     assert "server" in note and why in note
-    assert page.locator(".tv-browser").is_hidden()
-    assert page.locator("#generate").is_visible()        # the server's controls are still there
+    assert page.evaluate("window.toyviz.sampler") is None
+    assert page.locator("#generate").is_visible()        # the same controls, the server answering them
     page.close()
 
 

@@ -174,8 +174,10 @@ def sampler_settings() -> dict:
     except UserError as err:
         empty = str(err)
     note, figure = widgets.placeholders(empty, [gr.Markdown(render=False), widgets.FigurePlot(render=False)])
+    figure = json.loads(figure.to_json())
+    del figure["layout"]["template"]        # the house theme (3 kB a page): the page takes the bars figure's
     return {"defaults": {k: DEFAULTS[k] for k in SAMPLER}, "ranges": {k: RANGES[k] for k in SAMPLER},
-            "maxPromptChars": MAX_PROMPT_CHARS, "empty": {"note": note, "figure": json.loads(figure.to_json())}}
+            "maxPromptChars": MAX_PROMPT_CHARS, "empty": {"note": note, "figure": figure}}
 
 
 SAMPLER = ("temperature", "top_k", "top_p", "max_new", "seed")

@@ -73,7 +73,9 @@ export class Sampler {
     setNote(note);
     setGenerated("");
     const plot = this.plot("bars-plot");
-    if (plot) window.Plotly.react(plot, figure.data ?? [], figure.layout);
+    this.template = barsTemplate(plot) ?? this.template;
+    const theme = this.template?.layout.template;           // the server's figures share one theme
+    if (plot) window.Plotly.react(plot, figure.data ?? [], { ...figure.layout, ...(theme && { template: theme }) });
   }
 
   // a keystroke in the prompt: one forward pass per animation frame at most, on the newest prompt
