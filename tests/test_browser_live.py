@@ -64,6 +64,7 @@ def test_a_run_started_from_the_page_is_watched_by_every_page_to_its_end(url, br
     student.wait_for_function("() => [...document.querySelectorAll('.toast-body.error')]"
                               ".some(t => t.innerText.includes('already training'))", timeout=30_000)
     assert any("already training" in t for t in error_toasts(student))
+    student.locator(".toast-close").first.click()          # read: out of the screenshots' way
 
     for page in (lecturer, student):
         expect()(page.locator("#watch-status")).to_contain_text("finished", timeout=RUN_WAIT)

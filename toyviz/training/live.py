@@ -299,7 +299,7 @@ class LiveRuns:
                              f"(this one has {len(text):,})")
         with self._lock:
             if self._run is not None and self._run.running:
-                raise RunRefused(f"a {self._run.recipe} run (seed {self._run.seed}) is already training: "
+                raise RunRefused(f"the {self._run.recipe} run (seed {self._run.seed}) is already training: "
                                  f"watch it, or stop it first")
             run = self._run = Run(recipe, int(seed), asdict(settings))
             out, self._stop = self._context.Queue(), self._context.Event()
