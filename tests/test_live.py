@@ -145,3 +145,14 @@ def test_every_page_asking_for_the_same_record_gets_one_drawing():
     later = drawings(run, None, False)
     assert later is not first and "step 30" in later[2].layout.title.text    # a new record is drawn anew
     assert len(drawings.kept) == 2                                   # bounded
+
+
+def test_a_run_that_fails_says_it_is_our_fault_and_logs_why(caplog):
+    runs = live.LiveRuns()
+    with pytest.raises(live.RunRefused, match="seed must be"):
+        runs.start("induction", seed=-1)
+    runs.start("induction", seed=0, d_model=63, **SHORT)       # 63 does not split into 4 heads: the run breaks
+    run = wait(runs, lambda r: not r.running)
+    assert run.state == "failed" and "our side" in run.error and "Traceback" not in run.error
+    assert any("Traceback" in r.getMessage() for r in caplog.records)
+    assert runs.last_finished() is None

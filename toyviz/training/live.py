@@ -31,7 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from toyviz.errors import UserError
+from toyviz.errors import UserError, log
 from toyviz.interpret.heads import pattern_scores
 from toyviz.models import names
 from toyviz.models.config import GPTConfig
@@ -294,6 +294,8 @@ class LiveRuns:
     def start(self, recipe: str, *, seed: int = 0, text: str = "", **changes) -> Run:
         """Start a run, or refuse with a RunRefused that says why."""
         settings = settings_for(recipe, **changes)
+        if not 0 <= int(seed) < 2**31:
+            raise RunRefused(f"the seed must be a whole number from 0 to {2**31 - 1:,}, not {seed}")
         if recipe == "text" and not MIN_TEXT_CHARS <= len(text) <= MAX_TEXT_CHARS:
             raise RunRefused(f"paste a text of {MIN_TEXT_CHARS:,} to {MAX_TEXT_CHARS:,} characters "
                              f"(this one has {len(text):,})")
@@ -331,7 +333,10 @@ class LiveRuns:
             return
 
     def _end(self, run: Run, how: str):
-        run.state, run.error = how.split(":", 1)[0], how.partition(": ")[2]
+        run.state, why = how.split(":", 1)[0], how.partition(": ")[2]
+        if run.state == "failed":                   # a fault of ours: its traceback to the log, not to the page
+            log.error("live %s run (seed %d) failed: %s", run.recipe, run.seed, why)
+            run.error = "Something went wrong on our side; the run's traceback is in the server's log."
         run.ended = time.time()
         if run.state == "finished":
             self._finished = run
