@@ -37,31 +37,39 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from benchmarks import stream
 
-SLIDER = """async value => {
-  const slider = document.querySelector('#tv-temperature'), t0 = performance.now();
-  slider.value = value; slider.dispatchEvent(new Event('input', {bubbles: true}));
+# the Sample tab's one sampler while the page's model runs it (web/src/sampler.js): a slider moved, a keystroke
+# in the header's prompt, a generation of `tokens` pressed Stop on after `stopAfter` characters
+DRAWN = """async (sampler, drawn) => {      // until the sampler drew its next figure (2 s at most)
+  for (const t0 = performance.now(); sampler.drawn === drawn && performance.now() - t0 < 2000;)
+    await new Promise(r => requestAnimationFrame(r));
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));      // the frame with the new bars
+}"""
+SLIDER = """async value => {
+  const drawn = """ + DRAWN + """, sampler = window.toyviz.sampler, before = sampler.drawn;
+  const slider = document.querySelector('#temperature input[type=range]'), t0 = performance.now();
+  slider.value = value; slider.dispatchEvent(new Event('input', {bubbles: true}));
+  await drawn(sampler, before);
   return performance.now() - t0;
 }"""
 KEYSTROKE = """async text => {
-  const panel = window.toyviz.panel, before = panel.shown, t0 = performance.now();
-  panel.prompt.value = text; panel.prompt.dispatchEvent(new Event('input', {bubbles: true}));
-  while (panel.shown === before) await new Promise(r => requestAnimationFrame(r));
-  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
-  return [performance.now() - t0, panel.shown.T];
+  const drawn = """ + DRAWN + """, sampler = window.toyviz.sampler, before = sampler.drawn;
+  const prompt = document.querySelector('#prompt textarea'), t0 = performance.now();
+  prompt.value = text; prompt.dispatchEvent(new Event('input', {bubbles: true}));
+  await drawn(sampler, before);
+  return [performance.now() - t0, sampler.read.T];
 }"""
 GENERATE = """async ([tokens, stopAfter]) => {
-  const panel = window.toyviz.panel;
-  panel.tokens.value = tokens; panel.lastRun = null;
-  panel.go.click();
+  const sampler = window.toyviz.sampler, generated = document.querySelector('#generated');
+  sampler.lastRun = null;
+  sampler.generate(document.querySelector('#prompt textarea').value, {...sampler.sliders(), max_new: tokens, seed: 0});
   let stopped = null;
-  while (panel.lastRun === null) {
+  while (sampler.lastRun === null) {
     await new Promise(r => setTimeout(r, 1));
-    if (stopAfter && stopped === null && panel.output.textContent.length > stopAfter) {
-      stopped = performance.now(); panel.stop.click();
+    if (stopAfter && stopped === null && generated.textContent.length > stopAfter) {
+      stopped = performance.now(); document.querySelector('#stop').click();
     }
   }
-  return {...panel.lastRun, stopMs: stopped === null ? null : performance.now() - stopped};
+  return {...sampler.lastRun, stopMs: stopped === null ? null : performance.now() - stopped};
 }"""
 
 

@@ -55,8 +55,14 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=60_000, args=CHROMIUM_ARGS)
 
 
+def server_samples(page):
+    """The page's own model kept out (its script refused): the server answers Generate, as measured here."""
+    page.route("**/toyviz.js", lambda route: route.abort())
+
+
 def open_sample_tab(page, url: str, max_new: int):
     """The Sample tab with `max_new` tokens to generate, its first bars drawn, the watcher installed."""
+    server_samples(page)
     page.goto(f"{url.rstrip('/')}/?tab=sample&max_new={max_new}", wait_until="domcontentloaded", timeout=60_000)
     page.locator("#bars-plot .gtitle").first.wait_for(timeout=WAIT_MS)
     page.evaluate(WATCH_STREAM)
@@ -66,6 +72,7 @@ def open_every_tab(page, url: str, max_new: int):
     """The page as a lecturer has it after a tour: every tab opened and its first figure drawn, then the
     Sample tab with `max_new` tokens to generate and the watcher installed. Gradio's page does more for
     each streamed update with every tab opened (see toyviz.app.views, TEXT_EVERY_S)."""
+    server_samples(page)
     page.goto(f"{url.rstrip('/')}/?max_new={max_new}", wait_until="domcontentloaded", timeout=60_000)
     page.locator("#attn-plot .main-svg").first.wait_for(timeout=WAIT_MS)       # the first tab: the page is up
     for label, _, plot_id, _ in TABS:

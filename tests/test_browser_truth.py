@@ -6,6 +6,7 @@ screenshots/truth-*.png.
 """
 import pytest
 
+from benchmarks import stream
 from test_browser import (WAIT, browser, error_toasts, expect, open_app, page, pytestmark, settle, shot,  # noqa: F401
                           title, url)
 
@@ -19,7 +20,9 @@ def toasts(page) -> list[str]:
 
 def test_stop_and_a_new_generation_clear_the_last_runs_figures(url, page):
     """After a generation, a new one starts from cleared figures and a busy button; Stop leaves the
-    figures cleared with the reason, not the previous run's "N generated tokens"."""
+    figures cleared with the reason, not the previous run's "N generated tokens". The server's sampler: the
+    page's own (tests/test_browser_sampler.py) is kept out."""
+    stream.server_samples(page)
     open_app(page, url, "?tab=sample&max_new=6")
     expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)
     page.locator("#generate").click()

@@ -201,5 +201,5 @@ def page_first(trigger, action: str, inputs: list):
     with the event's inputs; chain the server's part with `.success(...)`, which runs only when the page
     left the event to it. Gradio cannot skip an event's server call from its `js`: the page's part throws
     to end the chain, on an event with no outputs, which shows nothing (Gradio's catch is silent)."""
-    return trigger(None, inputs, None, js=f"(...values) => window.toyviz.sampler?.take({json.dumps(action)}, values)",
+    return trigger(None, inputs, None, js=f"(...values) => window.toyviz?.sampler?.take({json.dumps(action)}, values)",
                    queue=False, api_visibility="private")

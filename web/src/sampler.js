@@ -28,7 +28,8 @@ export class Sampler {
       const [text, temperature, topK, topP] = values;
       this.redraw(text, this.limited({ temperature, top_k: topK, top_p: topP }));
     } else if (action === "generate") {
-      if (Number(values[STEER_ALPHA]) !== 0 && Number(values[STEERING]) >= 0) return [];   // steering: the server's
+      // a steering feature named (even with strength 0): the server's, which steers or refuses the number
+      if (Number(values[STEERING]) !== -1) return [];
       const [text, temperature, topK, topP, maxNew, seed] = values;
       this.generate(text, this.limited({ temperature, top_k: topK, top_p: topP, max_new: maxNew, seed }));
     } else {
