@@ -102,7 +102,17 @@ export class Sampler {
     this.template = barsTemplate(plot) ?? this.template;        // the server's last bars: theme, sizes
     if (!plot || !this.template) return;
     const figure = nextTokenBars(this.template, logits, (id) => this.tokenizer.piece(id), temperature, topK, topP);
-    window.Plotly.react(plot, figure.data, figure.layout);
+    const names = figure.data[0].y, title = { "title.text": figure.layout.title.text };
+    plot.layout.meta = figure.layout.meta;                       // read only by a download: no redraw
+    if (this.shownBars === plot.data && names.every((name, i) => name === plot.data[0].y[i])) {
+      // this prompt's bars on screen (a slider moved): only the filled bars and the title change
+      window.Plotly.update(plot, { x: [figure.data[0].x] }, title, [0]);
+    } else if (barsTemplate(plot)) {
+      window.Plotly.update(plot, { x: figure.data.map((t) => t.x), y: [names, names] }, title);
+    } else {
+      window.Plotly.react(plot, figure.data, figure.layout);
+    }
+    this.shownBars = plot.data;                                  // Gradio replaces it when the server draws
     this.drawn = (this.drawn ?? 0) + 1;                          // how many figures the page drew (benchmarks)
   }
 
