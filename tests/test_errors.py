@@ -148,8 +148,8 @@ def test_through_http_a_fault_is_ours_and_a_mistake_is_the_callers(explorer, mon
         note = call("To be, or not to be", 0, 0, -1, "dream", False)[0]
         assert "Something went wrong" not in note                       # it answers before the bug is put in
         monkeypatch.setattr(attention_figs, "head_steps", buggy_head_steps)
-        with pytest.raises(AppError) as raised:
-            call("To be, or not to be", 0, 0, -1, "dream", False)
+        with pytest.raises(AppError) as raised:         # a view not drawn before (a drawn one is kept: app.drawn)
+            call("To be, or not to be, that is", 0, 0, -1, "dream", False)
         assert OURS.search(str(raised.value)) and BUG not in str(raised.value)
         with pytest.raises(AppError, match="The prompt is empty") as raised:
             call("  ", 0, 0, -1, "dream", False)
