@@ -150,14 +150,14 @@ def sample_tab(ui):
     with gr.Tab("Sample", id="sample") as ui.tab_sample:
         # one sampler (issue 44): these controls, the header's prompt, one Generate and one Stop; the page's own
         # model answers them once it is ready (web/src/sampler.js), the server until then, and the line says which.
-        # The bars come first: in a lecture the lesson bar and the header fill most of the first screen, and the
-        # bars are what a step's question points at
-        ui.bars = plot("bars-plot")
-        ui.browser_model = browser_model.panel()
+        # The sliders, then the bars they reshape: in a lecture the lesson bar and the header fill most of the
+        # first screen, and the bars are what a step's question points at
         with gr.Row():
             ui.temperature = slider("temperature", "temperature (0 = greedy)", 0.05, elem_id="temperature")
             ui.top_k = slider("top_k", "top-k (0 = off)", elem_id="top-k")
             ui.top_p = slider("top_p", "top-p", 0.05, elem_id="top-p")
+        ui.bars = plot("bars-plot")
+        ui.browser_model = browser_model.panel()
         with gr.Row():
             ui.max_new = slider("max_new", "max new tokens", elem_id="max-new")
             ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed", elem_id="seed")
