@@ -422,3 +422,11 @@ def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_
     assert off[1] == plain[1] and "Steered" not in off[0]
     steered = run(shipped.features().search("lord")[0], 15.0)
     assert steered[1] != plain[1] and "Steered: feature #" in steered[0]
+
+
+def test_generated_text_shows_control_characters_as_the_figures_do():
+    """A generated ^U (\\x15) is written in caret notation, as the token labels show it (raw, a browser draws an
+    empty box); newlines and tabs stay text, and markup is escaped (issue 44: the page's sampler writes the same)."""
+    shown = views.probability_html([("a\x15", 0.5), ("<b>\n\t", 1.0), ("\x7f", 0.0)])
+    assert ">a^U</span>" in shown and ">&lt;b&gt;\n\t</span>" in shown and ">^?</span>" in shown
+    assert "\x15" not in shown and "\x7f" not in shown
