@@ -33,11 +33,10 @@ import json
 import random
 import time
 
-from benchmarks.harness import Server, spread, targets
+from benchmarks.harness import Server, fetch_files, spread, targets
 from benchmarks.replay import NOT_FILES
 from benchmarks.stream import CHROMIUM, CHROMIUM_ARGS
 
-ACCEPT = {"Accept-Encoding": "gzip, deflate, br"}
 VALIDATORS = ("if-none-match", "if-modified-since")
 
 
@@ -76,67 +75,6 @@ def record_visits(url: str, settle_s: float = 6.0) -> dict:
     return {**visits, "events": events, "stream": stream}
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection, as little client as can read a response whole: the storm's cost
-    should be the server's, not an HTTP library's (httpx spends more CPU per request than the server now)."""
-
-    def __init__(self, host: str, port: int):
-        self.host, self.port, self.reader, self.writer = host, port, None, None
-
-    async def get(self, target: str, headers: dict) -> tuple[int, int]:
-        """→ (status, bytes of the body as sent)."""
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        lines = "".join(f"{k}: {v}\r\n" for k, v in {**ACCEPT, **headers}.items())
-        self.writer.write(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{lines}\r\n".encode())
-        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-        status = int(head[0].split()[1])
-        fields = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
-        if fields.get("transfer-encoding") == "chunked":
-            size = 0
-            while (chunk := int((await self.reader.readline()).strip() or b"0", 16)) > 0:
-                size += len(await self.reader.readexactly(chunk + 2)) - 2
-            await self.reader.readline()
-        else:
-            size = len(await self.reader.readexactly(int(fields.get("content-length", 0))))
-        if fields.get("connection") == "close":
-            self.close()
-        return status, size
-
-    def close(self):
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
-async def open_page(url: str, files: list[dict], connections: int, counts: collections.Counter) -> float:
-    """One client's page: its files over `connections` keep-alive connections (a browser's six), every byte
-    read; → seconds until the last arrived. A transport failure is retried once on a new connection."""
-    from urllib.parse import urlsplit
-    start, address, queue = time.monotonic(), urlsplit(url), asyncio.Queue()
-    for f in files:
-        queue.put_nowait(f)
-
-    async def worker():
-        connection = Connection(address.hostname, address.port)
-        while not queue.empty():
-            f = queue.get_nowait()
-            parts = urlsplit(f["url"])
-            target = parts.path + (f"?{parts.query}" if parts.query else "")
-            for attempt in (0, 1):
-                try:
-                    status, _ = await connection.get(target, f["headers"])
-                    counts[status] += 1
-                    counts["failed"] += status not in (200, 304)
-                    break
-                except (OSError, asyncio.IncompleteReadError, ValueError):
-                    connection.close()
-                    counts["retried" if attempt == 0 else "failed"] += 1
-        connection.close()
-    await asyncio.gather(*(worker() for _ in range(connections)))
-    return time.monotonic() - start
-
-
 async def page_events(url: str, events: list, stream: str) -> float:
     """The events a page sends as it opens, in a fresh session, waited for until the queue says each
     completed; → seconds."""
@@ -160,7 +98,7 @@ async def storm(url: str, files: list[dict], clients: int, connections: int, eve
     counts = collections.Counter()
 
     async def client():
-        seconds = await open_page(url, files, connections, counts)
+        seconds = await fetch_files(files, connections, counts)
         return seconds + (await page_events(url, events, stream) if events else 0)
     seconds = await asyncio.gather(*(client() for _ in range(clients)))
     return {"clients": clients, **{k: v for k, v in spread(seconds).items() if k != "count"},
