@@ -21,8 +21,7 @@ import torch
 
 PROMPTS = [   # (prompt, target or None for the GPT's top prediction)
     ("To be, or not to", " be"),
-    ("Romeo, Romeo, wherefore art thou Romeo? Deny thy father and refuse thy name. Romeo, Romeo, wherefore art thou",
-     " Romeo"),
+    ("Mistress Quickly and Master Slender went to the fair. Mistress Quickly told Master", " S"),   # induction
     ("I pray you, good my", " lord"),
     ("KING HENRY. Now, lords, for France! KING", None),
     ("Shall I compare thee to a summer's", None),
