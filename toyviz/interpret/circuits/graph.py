@@ -74,7 +74,7 @@ def attribute(model, transcoders: TranscoderSet, ids: list[int], target: int, ba
     leaves = prompt.leaves
     layer, position, slot = prompt.active()
     feature = prompt.slots[layer, position, slot]
-    n, (L, T, d) = len(layer), leaves.errors.shape
+    n, (L, T, _) = len(layer), leaves.errors.shape
     N = n + L * T + T + 1
     with torch.no_grad():
         W_dec = torch.stack([t.W_dec for t in transcoders])                   # (L, F, d)
