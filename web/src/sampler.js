@@ -29,7 +29,10 @@ export class Sampler {
       this.redraw(text, this.limited({ temperature, top_k: topK, top_p: topP }));
     } else if (action === "generate") {
       // a steering feature named (even with strength 0): the server's, which steers or refuses the number
-      if (Number(values[STEERING]) !== -1) return [];
+      if (Number(values[STEERING]) !== -1) {
+        document.querySelector("#generated-plot")?.removeAttribute("hidden");   // hidden by a run in the page
+        return [];
+      }
       const [text, temperature, topK, topP, maxNew, seed] = values;
       this.generate(text, this.limited({ temperature, top_k: topK, top_p: topP, max_new: maxNew, seed }));
     } else {
