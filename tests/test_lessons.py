@@ -168,7 +168,7 @@ def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_expl
 @pytest.mark.parametrize("path", lessons.shipped(), ids=lambda p: p.stem)
 def test_every_shipped_question_is_answered_by_the_model_among_its_choices(path, shipped_explorer):
     for step in lessons.load(path).steps:
-        if step.question:
+        if step.question and step.question.answer not in lessons.LIVE_ANSWERS:   # a live run's: test_lesson_training
             got = lessons.answer(step, shipped_explorer)
             assert got.value and got.detail
             assert got.choice is not None, f"{step.title}: the model says {got.value!r}, no choice matches"
@@ -179,11 +179,13 @@ def test_the_picker_lists_the_shipped_lessons_and_the_lecturers_own(tmp_path, mo
     (tmp_path / "broken.md").write_text("no front matter\n", encoding="utf-8")
     monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
     assert lessons.catalogue() == [("Attention from the ground up", "attention-from-the-ground-up"),
-                                   ("Sampling", "sampling"), ("broken.md", "broken"), ("A test lesson", "mine")]
+                                   ("Sampling", "sampling"), ("Watch it learn", "watch-it-learn"),
+                                   ("broken.md", "broken"), ("A test lesson", "mine")]
 
 
-def test_two_lessons_are_shipped_as_package_data():
-    assert [p.name for p in lessons.shipped()] == ["attention-from-the-ground-up.md", "sampling.md"]
+def test_the_lessons_are_shipped_as_package_data():
+    assert [p.name for p in lessons.shipped()] == ["attention-from-the-ground-up.md", "sampling.md",
+                                                    "watch-it-learn.md"]
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert '"lessons/*.md"' in pyproject
 
@@ -261,7 +263,7 @@ def test_a_presenter_link_reopens_the_lecture_after_a_restart(presenting, tmp_pa
 
 @pytest.mark.parametrize("query, stored, says", [
     ({"lesson": "no-such-lesson"}, "", "no lesson 'no-such-lesson': the lessons here are attention-from-the-ground-up, "
-                                       "sampling, three-steps"),
+                                       "sampling, watch-it-learn, three-steps"),
     ({"lesson": "/etc/passwd"}, "", "no lesson '/etc/passwd'"),          # a name, never a path to read
     ({"lesson": "../lessons/sampling"}, "", "no lesson"),
     ({"present": "guessed"}, "", "presenter link is unknown"),

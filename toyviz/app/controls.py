@@ -15,7 +15,7 @@ MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
 MAX_BEAM = 8
 MODELS = ("gpt", "encoder", "decoder")      # what the model picker offers: the GPT or one translator stack
 TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "why", "features", "sample",
-        "translate", "model", "experiments")
+        "translate", "model", "experiments", "watch")
 DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
 DEFAULT_SOURCE = "In the beginning God created the heavens and the earth."
 

@@ -5,7 +5,9 @@ to the next (docs/teach-with-it.md has the whole format, with an example). The l
 to the first blank line, are its settings. A deep-link key of the app (toyviz.app.controls.DEFAULTS: tab, prompt,
 layer, …) sets the view; a step keeps the previous step's view and changes only what it names. `ask`, `choices` and
 `answer` make its question; `answer` names what the model computes at reveal time (ANSWERS), never the answer
-itself, so a lesson cannot go stale. `point` says what to show once the answer is out. Then the step's text, in
+itself, so a lesson cannot go stale. `point` says what to show once the answer is out. `train: induction` makes the
+step start a live run when it is shown (toyviz.training.live; the Watch it learn tab draws it), which a question's
+`answer: induction step` then reads. Then the step's text, in
 Markdown. Mistakes in a file raise one LessonError naming every one with its line (a heading with no title too: a
 step of its own, never merged into the one above), so one run of `python -m toyviz.app.lessons FILE` finds them all.
 """
@@ -35,6 +37,9 @@ from toyviz.models.sampling import draw, next_token_probs
 SHIPPED = Path(__file__).with_name("lessons")
 FRONT_MATTER = ("title", "about")
 QUESTION = ("ask", "choices", "answer", "point")
+TRAIN = "train"                         # a step that starts a live run when shown: `train: induction`
+TRAINABLE = ("induction",)              # the text recipe needs a lecturer's pasted text: started from its tab
+CROSSING = 0.5                          # an induction score this high: the head has formed (live.crossing_step)
 HEADING = re.compile(r"##(?!#)")     # a step's heading; "### …" inside a step's text is the text's own
 SETTING = re.compile(r"([a-z_]+):(.*)$")        # "layer: 2"; a key is lowercase, as in a deep link
 BETWEEN_CHOICES = re.compile(r'\|(?=(?:[^"]*"[^"]*")*[^"]*$)')    # a | outside quotes: "<|endoftext|>" is one
@@ -96,6 +101,7 @@ class Step:
     point: str                    # what to show after the reveal ("" = nothing said)
     line: int                     # the heading's line
     origin: dict = field(default_factory=dict)     # view key → the line that set it (maybe in an earlier step)
+    train: str = ""               # the live recipe the step starts when shown ("" = none)
 
     @property
     def link(self) -> str:
@@ -222,9 +228,11 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
             key, raw, where = m[1], m[2], n + 1
             n += 1
             with mistakes.each():
-                if key not in DEFAULTS and key not in QUESTION:
-                    fail(f"unknown setting {key!r}: a step takes the app's view keys ({', '.join(DEFAULTS)}) and "
-                         f"{', '.join(QUESTION)}; leave a blank line before the step's text", where)
+                if key not in DEFAULTS and key not in QUESTION and key != TRAIN:
+                    fail(f"unknown setting {key!r}: a step takes the app's view keys ({', '.join(DEFAULTS)}), "
+                         f"{', '.join(QUESTION)} and {TRAIN}; leave a blank line before the step's text", where)
+                if key == TRAIN and unquote(raw, lambda what: fail(what, where)) not in TRAINABLE:
+                    fail(f"train: starts a live run of {' or '.join(TRAINABLE)}, not {raw.strip()!r}", where)
                 if key in settings:
                     fail(f"{key} is set twice in this step (first on line {settings[key][1]})", where)
                 # each choice is unquoted on its own: '" be" | " do"' is not one quoted value
@@ -234,7 +242,7 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
                     view[key], origin[key] = view_value(key, value, lambda what: fail(what, where)), where
         with mistakes.each():       # a step with a mistake is left out: the lesson is not returned anyway
             steps.append(Step(title, view, "\n".join(lines[n:stop]).strip(), question(settings, view, fail),
-                              settings.get("point", ("", 0))[0], start + 1, origin))
+                              settings.get("point", ("", 0))[0], start + 1, origin, settings.get(TRAIN, ("", 0))[0]))
     mistakes.raise_any()
     return Lesson(meta["title"], meta.get("about", ""), tuple(steps), name)
 
@@ -387,6 +395,27 @@ def confused_encoding(explorer, view):
                    ", ".join(f"{v} {d:.3f}" for v, d in distance.items()))
 
 
+def induction_step(explorer, view):
+    """The step at which the live run's induction head formed (its best head's induction score reached CROSSING):
+    read off the run a `train: induction` step started, as it stands. A run still on its plateau is not an answer
+    yet: the reveal is refused with why, and nothing is stored."""
+    from toyviz.app.watch import shared_runs
+    from toyviz.training.live import crossing_step
+    run = shared_runs().current()
+    if run is None or run.recipe != "induction":
+        raise UserError("no induction run to read: a step with 'train: induction' starts one when it is shown "
+                        "(or press Start on the Watch it learn tab)")
+    step = crossing_step(run, CROSSING)
+    last = run.records[-1]["step"] if run.records else 0
+    if step is None and run.running:
+        raise UserError(f"the run is still training (step {last} of {run.settings['steps']}) and no head has "
+                        f"formed yet: reveal once the in-context loss has dropped")
+    if step is None:
+        return "never", f"no head's induction score reached {CROSSING} in this run ({run.state} at step {last})"
+    return str(step), (f"the best head's induction score reached {CROSSING} at step {step} of this run "
+                       f"(seed {run.seed}), where the in-context loss drops")
+
+
 ANSWERS = {     # `answer:` → what the live model (or code) computes, from the step's view
     "top token": top_token,                  # the most likely next token after the prompt
     "top probability": top_probability,      # the top token's probability at the view's temperature, against 1: higher/lower
@@ -396,8 +425,10 @@ ANSWERS = {     # `answer:` → what the live model (or code) computes, from the
     "leak": leak,                            # without the causal mask, do earlier predictions move when the last word changes?
     "kv speed-up": kv_speedup,               # how many times more positions generating costs without the KV cache
     "confused encoding": confused_encoding,  # which sinusoidal variant has two positions that look most alike
+    "induction step": induction_step,        # the step at which the live run's induction head formed
 }
-NEEDS_GPT_VIEW = ("attended token",)         # the others read the GPT whatever stack the first tabs show
+NEEDS_GPT_VIEW = ("attended token",)
+LIVE_ANSWERS = ("induction step",)           # read off a live run (a `train:` step's), not the loaded models         # the others read the GPT whatever stack the first tabs show
 
 
 def matches(choice: str, value: str) -> bool:
@@ -439,7 +470,9 @@ def main(paths: list[str]) -> int:
         print(f"{lesson.title} ({lesson.name}): {len(lesson.steps)} steps")
         for n, step in enumerate(lesson.steps, start=1):
             print(f"  {n}. {step.title}  {step.link}")
-            if step.question:
+            if step.question and step.question.answer in LIVE_ANSWERS:
+                print("     answer read off the live run this lesson starts, at the reveal")
+            elif step.question:
                 a = answer(step, explorer)
                 among = "no choice matches" if step.question.choices and a.choice is None else ""
                 print(f"     answer {quoted(a.value)} {among}— {a.detail}")

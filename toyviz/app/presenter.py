@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl
 from markdown_it import MarkdownIt
 
 from toyviz.app import lessons, links
+from toyviz.app.watch import shared_runs
 from toyviz.classroom import qr
 from toyviz.classroom.store import Lecture, Lectures, lesson_of, lesson_path
 from toyviz.errors import UserError
@@ -135,7 +136,7 @@ class Presenter:
         kept = name if lesson_path(name) == found[name] else str(found[name])
         lesson = lessons.check(lesson_of(kept), self.explorer)
         _, secret = self.lectures.start(kept, len(lesson.steps))
-        return self.shown(secret)
+        return trained(self.shown(secret))
 
     def shown(self, secret: str) -> Shown:
         lecture = self.lectures.presenting(secret)
@@ -163,11 +164,23 @@ class Presenter:
     def move(self, secret: str, by: int) -> Shown:
         """The presenter's Prev (-1) or Next (+1); the store clamps it to the lesson."""
         self.lectures.move(secret, self.shown(secret).lecture.step + by)
-        return self.shown(secret)
+        return trained(self.shown(secret))
 
     def reveal(self, secret: str) -> Shown:
         self.lectures.reveal(secret)
         return self.shown(secret)
+
+
+def trained(shown: Shown) -> Shown:
+    """A step that trains (`train: induction`) starts its live run as it is shown, unless a run is under way (every
+    page watches that one) or the step was revealed; seed 0, so a lesson's run, and its answer, are the same each
+    time it is taught."""
+    if shown.step.train and not shown.lecture.revealed:
+        runs = shared_runs()
+        current = runs.current()
+        if current is None or not current.running:
+            runs.start(shown.step.train, seed=0)
+    return shown
 
 
 def moving(way: str) -> str:
