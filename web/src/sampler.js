@@ -90,12 +90,14 @@ export class Sampler {
 
   // the prompt's next-token bars for these settings: a slider's move redraws from the prompt's stored logits
   async redraw(text, settings) {
+    const ticket = (this.tickets = (this.tickets ?? 0) + 1);
     text = this.checked(text);
     if (text === null) return;
     if (this.read?.text !== text) {
       const out = await this.model.forward(window.toyviz.tokenize(text));
       this.read = { text, logits: out.logits.subarray((out.T - 1) * out.V), T: out.T };
     }
+    if (ticket !== this.tickets || this.read.text !== text) return;     // a newer redraw was asked for meanwhile
     this.drawBars(this.read.logits, settings);
     setNote("");
   }
