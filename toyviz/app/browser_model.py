@@ -195,11 +195,12 @@ def panel() -> gr.HTML:
         "'The model runs on the server: the page was served without its browser-model <head>.';"))
 
 
-def page_first(trigger, action: str, inputs: list):
+def page_first(trigger, action: str, inputs: list, **options):
     """An event of the Sample tab that the page's own sampler answers when it runs the model, sending nothing
     (the slider's redraw, Generate, Stop): `trigger` (e.g. `ui.go.click`) first runs `action` in the page
     with the event's inputs; chain the server's part with `.success(...)`, which runs only when the page
     left the event to it. Gradio cannot skip an event's server call from its `js`: the page's part throws
-    to end the chain, on an event with no outputs, which shows nothing (Gradio's catch is silent)."""
+    to end the chain, on an event with no outputs, which shows nothing (Gradio's catch is silent). `options`:
+    more of the trigger's settings (Stop's `cancels`: on the chained step, Gradio cancelled nothing)."""
     return trigger(None, inputs, None, js=f"(...values) => window.toyviz?.sampler?.take({json.dumps(action)}, values)",
-                   queue=False, api_visibility="private")
+                   queue=False, api_visibility="private", **options)
