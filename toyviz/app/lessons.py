@@ -28,6 +28,7 @@ from toyviz.api import GPT
 from toyviz.app import links
 from toyviz.app.controls import CHOICES, DEFAULTS, RANGES
 from toyviz.app.explorer import Explorer
+from toyviz.app.figures.live import BORN_AT
 from toyviz.app.figures.mask import first_difference, prediction_shift
 from toyviz.app.figures.positional import distinguishability
 from toyviz.errors import UserError
@@ -39,7 +40,7 @@ FRONT_MATTER = ("title", "about")
 QUESTION = ("ask", "choices", "answer", "point")
 TRAIN = "train"                         # a step that starts a live run when shown: `train: induction`
 TRAINABLE = ("induction",)              # the text recipe needs a lecturer's pasted text: started from its tab
-CROSSING = 0.5                          # an induction score this high: the head has formed (live.crossing_step)
+CROSSING = BORN_AT                      # an induction score this high: the head has formed, as the figures mark it
 HEADING = re.compile(r"##(?!#)")     # a step's heading; "### …" inside a step's text is the text's own
 SETTING = re.compile(r"([a-z_]+):(.*)$")        # "layer: 2"; a key is lowercase, as in a deep link
 BETWEEN_CHOICES = re.compile(r'\|(?=(?:[^"]*"[^"]*")*[^"]*$)')    # a | outside quotes: "<|endoftext|>" is one
