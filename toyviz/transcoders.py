@@ -1,6 +1,6 @@
 """`python -m toyviz.transcoders …`, the command the transcoders' card gives: the code is
-toyviz.interpret.train_transcoders."""
-from toyviz.interpret.train_transcoders import main
+toyviz.training.transcoders."""
+from toyviz.training.transcoders import main
 
 if __name__ == "__main__":
     main()
