@@ -41,7 +41,7 @@ from toyviz.errors import UserError
 from toyviz.serving import files
 from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
-from toyviz.serving.server import keep_connections_open, prepare_server
+from toyviz.serving.server import prepare_server
 from toyviz.serving.static import Shelf, StaticFiles
 from toyviz.app.tabs import TABS, draw_every_tab
 
@@ -384,9 +384,7 @@ def main(argv=None):
     shelf = Shelf()
     options = launch_options(lectures, shelf)
     threading.Thread(target=shelf.warm, daemon=True).start()    # the model's files compressed before a Sample tab asks
-    demo.launch(prevent_thread_lock=True, **options)
-    keep_connections_open(demo)         # a browser's connection is not closed between its page's requests
-    demo.block_thread()     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
+    demo.launch(**options)     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 
 
 if __name__ == "__main__":

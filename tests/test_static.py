@@ -23,12 +23,12 @@ def served(tmp_path_factory):
     (folder / "model.txt").write_text("weights " * 200)
     shelf = Shelf()
     address = shelf.add(folder / "model.txt")
+    keep_connections_open()                  # as prepare_server does before the app launches
     with gr.Blocks(title="static files") as demo:
         gr.Markdown("# a page " + "with words " * 50)
         gr.Button("press")
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
                             app_kwargs={"middleware": [Middleware(StaticFiles, shelf=shelf)]})
-    keep_connections_open(demo)
     yield url, shelf, address
     demo.close()
 

@@ -21,6 +21,7 @@ interpreter lock's held time with two such clients, profiled with py-spy --gil).
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -62,12 +63,13 @@ def prepare_server() -> list[str]:
     """This process set up to serve a class, before the models load: memory a class frees goes back
     (toyviz.serving.memory), the interpreter lock comes back sooner, Gradio's optional imports fail at once,
     its queue summarises its events rarely, its sessions share the page's default config
-    (toyviz.serving.sessions). Returns what could not be set up, one line each."""
+    (toyviz.serving.sessions), its connections stay open between a page's requests. Returns what could not be set up, one line each."""
     settle_allocator()
     share_cores()
     skip_missing_imports()
     summarise_events_rarely()
     share_default_configs()
+    keep_connections_open()
     return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
             "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
 
@@ -79,7 +81,17 @@ def prepare_server() -> list[str]:
 KEEP_ALIVE_S = 75
 
 
-def keep_connections_open(demo) -> None:
-    """Connections the launched app accepts from now on stay open KEEP_ALIVE_S between requests (uvicorn
-    reads the setting when it accepts a connection; Gradio does not pass one)."""
-    demo.server.config.timeout_keep_alive = KEEP_ALIVE_S
+def keep_connections_open() -> None:
+    """Servers made from now on keep a connection open KEEP_ALIVE_S between requests: uvicorn's Config
+    defaults to it (Gradio makes the Config and passes no keep-alive of its own). Idempotent."""
+    import uvicorn
+    made = uvicorn.Config.__init__
+    if getattr(made, "keeps_connections_open", False):
+        return
+
+    @functools.wraps(made)
+    def config(self, *args, **kwargs):
+        kwargs.setdefault("timeout_keep_alive", KEEP_ALIVE_S)
+        made(self, *args, **kwargs)
+    config.keeps_connections_open = True
+    uvicorn.Config.__init__ = config
