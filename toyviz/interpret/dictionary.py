@@ -69,6 +69,25 @@ class Dashboard:
     suppressed: list[tuple[int, str, float]]   # raises most, and lowers most (direct effect, toyviz.interpret.dashboards)
 
 
+def dashboard(d: Dashboards, feature: int, piece) -> Dashboard:
+    """One feature's dashboard read out of the arrays of all of them; piece(id) → the token's text. Shared by the
+    dictionary's features and the transcoders' (toyviz.interpret.circuits), whose dashboards are the same arrays."""
+    contexts = []
+    for ids, acts in zip(d.context_ids[feature].tolist(), d.context_acts[feature].tolist()):
+        inside = [i for i, t in enumerate(ids) if t >= 0]
+        if not inside:
+            break
+        kept = [ids[i] for i in inside]
+        contexts.append(Context([piece(t) for t in kept], kept, [acts[i] for i in inside], BEFORE - inside[0]))
+    top = float(d.max_activation[feature])
+    bins = d.histogram.shape[1]
+    named = lambda ids, values: [(int(i), piece(int(i)), float(v)) for i, v in zip(ids, values)]
+    return Dashboard(feature, d.labels[feature], float(d.frequency[feature]), top, contexts,
+                     d.histogram[feature].tolist(), [top * b / bins for b in range(bins + 1)],
+                     named(d.promoted_ids[feature], d.promoted_logits[feature]),
+                     named(d.suppressed_ids[feature], d.suppressed_logits[feature]))
+
+
 class Features:
     """A trained dictionary of one GPT: encode prompts, read dashboards, search, steer."""
 
@@ -93,22 +112,7 @@ class Features:
         return PromptFeatures(self.gpt.tokenizer.pieces(ids), ids, acts, self.labels)
 
     def dashboard(self, feature: int) -> Dashboard:
-        d, piece = self.data, self.gpt.tokenizer.piece
-        contexts = []
-        for ids, acts in zip(d.context_ids[feature].tolist(), d.context_acts[feature].tolist()):
-            inside = [i for i, t in enumerate(ids) if t >= 0]
-            if not inside:
-                break
-            kept = [ids[i] for i in inside]
-            contexts.append(Context([piece(t) for t in kept], kept, [acts[i] for i in inside],
-                                    BEFORE - inside[0]))
-        top = float(d.max_activation[feature])
-        bins = d.histogram.shape[1]
-        named = lambda ids, values: [(int(i), piece(int(i)), float(v)) for i, v in zip(ids, values)]
-        return Dashboard(feature, self.labels[feature], float(d.frequency[feature]), top, contexts,
-                         d.histogram[feature].tolist(), [top * b / bins for b in range(bins + 1)],
-                         named(d.promoted_ids[feature], d.promoted_logits[feature]),
-                         named(d.suppressed_ids[feature], d.suppressed_logits[feature]))
+        return dashboard(self.data, feature, self.gpt.tokenizer.piece)
 
     def search(self, word: str, limit: int = 20) -> list[int]:
         """Features whose label, strongest tokens (the context peaks) or promoted tokens contain `word`
