@@ -66,9 +66,10 @@ def main(argv=None):
     from benchmarks import stream
     from benchmarks.harness import Server
     from toyviz.app.explorer import Explorer
-    from toyviz.app import views
+    from toyviz.app.views.attention import attention_view
+    from toyviz.app.views.features import features_view
     explorer = Explorer.load("gpt", "translator", None)
-    render = lambda prompt, *args: views.attention_view(explorer, prompt, *args)
+    render = lambda prompt, *args: attention_view(explorer, prompt, *args)
     context = explorer.gpt.config.context
     n = 3 if args.quick else 15
     trace = lambda prompt: explorer.view(prompt, "gpt")
@@ -76,7 +77,7 @@ def main(argv=None):
                                       trace=trace)
     long_ms, long_payload, _ = time_tab(render, [prompt_of(context * 2, s) for s in range(max(2, n // 3))],
                                         1, 2, "probs", [], False)
-    features_ms, features_payload, _ = time_tab(lambda prompt: views.features_view(explorer, prompt, -1, "", False),
+    features_ms, features_payload, _ = time_tab(lambda prompt: features_view(explorer, prompt, -1, "", False),
                                                 [prompt_of(127, 100 + s) for s in range(n)])
     start = time.perf_counter()
     with Server() as server:                     # `python app.py` until the page answers

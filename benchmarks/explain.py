@@ -30,7 +30,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from toyviz.app import views
+    from toyviz.app.views.why import patching_view, why_view
     from toyviz.app.explorer import Explorer
     explorer = Explorer.load("gpt", "translator", "cpu")
     gpt = explorer.gpt
@@ -38,16 +38,16 @@ def main(argv=None):
     index, reason = explorer.training_index()
     index_ms = (time.perf_counter() - start) * 1e3
     prompts = [gpt.tokenizer.decode(gpt.tokenizer.encode(prompt_of(80, seed))[:63]) for seed in range(3 if args.quick else 9)]
-    views.why_view(explorer, "warm up the kernels", "")
+    why_view(explorer, "warm up the kernels", "")
     times = []
     for prompt in prompts:
         start = time.perf_counter()
-        views.why_view(explorer, prompt, "")
+        why_view(explorer, prompt, "")
         times.append((time.perf_counter() - start) * 1e3)
     ids = torch.tensor([gpt.encode(prompts[0])[0]], device=gpt.device)
     with torch.no_grad():
         plain = median_seconds(lambda: gpt.model(ids), 5)
-    patching = median_seconds(lambda: views.patching_view(explorer, *PAIR, " York", " Suffolk"), 2 if args.quick else 5)
+    patching = median_seconds(lambda: patching_view(explorer, *PAIR, " York", " Suffolk"), 2 if args.quick else 5)
     print(json.dumps({
         "threads": torch.get_num_threads(), "prompt_tokens": len(gpt.encode(prompts[0])[0]),
         "why_tab_ms": round(statistics.median(times), 1), "why_tab_ms_max": round(max(times), 1),

@@ -85,11 +85,11 @@ def open_every_tab(page, url: str, max_new: int):
 
 def keeping_up(page, url: str, max_new: int = 128) -> dict:
     """After a tour of every tab, generate max_new tokens and compare when the page showed them with when
-    the server sent them: alone, a generation is paced at views.TOKENS_PER_S (the model computes a token
+    the server sent them: alone, a generation is paced at sampling.TOKENS_PER_S (the model computes a token
     in a few ms), so the token n updates after the first one left the server (n / TOKENS_PER_S) s after
     it. {updates, behind_s: how much later than that the page showed the last tokens}. A page that cannot
     draw updates as fast as they come falls further behind with every one."""
-    from toyviz.app.views import TOKENS_PER_S
+    from toyviz.app.views.sampling import TOKENS_PER_S
     open_every_tab(page, url, max_new)
     page.locator("#generate").click()
     page.locator("#generated .token-prob").nth(max_new - 1).wait_for(state="attached", timeout=120_000)

@@ -19,7 +19,9 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import app  # noqa: E402
 import toyviz  # noqa: E402
 from toyviz import errors  # noqa: E402
-from toyviz.app import views, widgets  # noqa: E402
+from toyviz.app import widgets  # noqa: E402
+from toyviz.app.views.inside import inside_view  # noqa: E402
+from toyviz.app.views.size import size_view  # noqa: E402
 from toyviz.app.explorer import Explorer  # noqa: E402
 from toyviz.app.figures import attention as attention_figs  # noqa: E402
 from toyviz.errors import UserError  # noqa: E402
@@ -42,7 +44,7 @@ def buggy_head_steps(*args, **kwargs):
 def buggy_renderer(explorer, monkeypatch):
     """The Inside-a-head renderer with a bug in one of its figures, bound as app.py binds it."""
     monkeypatch.setattr(attention_figs, "head_steps", buggy_head_steps)
-    return widgets.friendly(functools.partial(views.inside_view, explorer))
+    return widgets.friendly(functools.partial(inside_view, explorer))
 
 
 def outputs() -> list:
@@ -101,7 +103,7 @@ def test_each_fault_has_its_own_id(buggy_renderer):
 
 def test_a_users_mistake_is_their_message_in_place_with_no_traceback(explorer, caplog):
     caplog.set_level(logging.INFO, "toyviz")
-    fn = widgets.friendly(functools.partial(views.inside_view, explorer))
+    fn = widgets.friendly(functools.partial(inside_view, explorer))
     note, *figures = widgets.in_place(fn, outputs())("   ", 0, 0, -1, "dream", False)
     assert "The prompt is empty" in note and not OURS.search(note)
     assert all(figure_title(f) == "⚠ Nothing drawn: the input needs a change" for f in figures)
@@ -131,9 +133,9 @@ def test_an_error_already_said_passes_through_as_it_was():
 
 def test_a_size_the_calculator_cannot_build_is_the_users_mistake(explorer):
     with pytest.raises(UserError, match="d_model=768 is not divisible by n_head=5"):
-        views.size_view(explorer, "custom", layers=2, heads=5, d_model=768)
+        size_view(explorer, "custom", layers=2, heads=5, d_model=768)
     with pytest.raises(UserError, match="rope needs an even head size"):
-        views.size_view(explorer, "custom", layers=2, heads=4, d_model=36, positional="rope")
+        size_view(explorer, "custom", layers=2, heads=4, d_model=36, positional="rope")
 
 
 def test_through_http_a_fault_is_ours_and_a_mistake_is_the_callers(explorer, monkeypatch):

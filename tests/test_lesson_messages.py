@@ -7,7 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import toyviz
-from toyviz.app import lessons, presenter, views
+from toyviz.app import lessons, presenter
+from toyviz.app.views.why import why_token
 from toyviz.app.explorer import Explorer
 from toyviz.app.lessons import LessonError
 from toyviz.classroom import routes, store
@@ -169,10 +170,10 @@ def test_the_why_box_reads_typed_text_as_tokens_and_says_what_to_type(tiny_gpt):
     tokenizer = tiny_gpt.tokenizer
     piece = next(tokenizer.piece(i) for i in range(tiny_gpt.config.vocab_size) if tokenizer.piece(i).startswith(" ")
                  and len(tokenizer.piece(i)) > 2 and len(tokenizer.encode(tokenizer.piece(i))) == 1)
-    assert views.why_token(explorer, piece) == views.why_token(explorer, "␣" + piece[1:]) == tokenizer.encode(piece)[0]
-    assert views.why_token(explorer, "") == "" and views.why_token(explorer, 3) == 3     # the top one; the API's id
+    assert why_token(explorer, piece) == why_token(explorer, "␣" + piece[1:]) == tokenizer.encode(piece)[0]
+    assert why_token(explorer, "") == "" and why_token(explorer, 3) == 3     # the top one; the API's id
     with pytest.raises(UserError) as caught:
-        views.why_token(explorer, "999999")
+        why_token(explorer, "999999")
     said = str(caught.value)
     assert said.startswith("“999999” is not a token of the GPT's vocabulary: the model reads it as")
     assert "Type one token as the other tabs show tokens" in said and " id" not in said

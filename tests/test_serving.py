@@ -27,7 +27,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 import app  # noqa: E402
 from test_app import TIMEOUT, App, export_args  # noqa: E402
-from toyviz.app import views  # noqa: E402
+from toyviz.app.views import export as export_view  # noqa: E402
 from toyviz.app.explorer import Explorer  # noqa: E402
 
 PAGE = "<html>" + "x" * 10_000 + "</html>"
@@ -178,11 +178,11 @@ def test_exports_are_bounded_and_the_looping_client_alone_is_refused(tiny_app, m
     served; Gradio serves each file from the exports folder (no copy), which stays under its budget, and
     nothing is left in the temp folder."""
     folder = tiny_app.root / "gradio" / "toyviz-exports"
-    monkeypatch.setattr(views, "EXPORTS", files.Exports(folder))
-    first, before = Path(views.EXPORTS.write("probe.html", PAGE)), files_in(tiny_app.root / "tmp")   # tiktoken's cache
+    monkeypatch.setattr(export_view, "EXPORTS", files.Exports(folder))
+    first, before = Path(export_view.EXPORTS.write("probe.html", PAGE)), files_in(tiny_app.root / "tmp")   # tiktoken's cache
     student, looping = client(tiny_app), client(tiny_app)
     size = len(httpx.get(export(student, "What size is a page?"), timeout=TIMEOUT).content)
-    monkeypatch.setattr(views.EXPORTS, "budget", 3 * size)
+    monkeypatch.setattr(export_view.EXPORTS, "budget", 3 * size)
     served = [export(looping, f"Export {i}") for i in range(int(limits.ALLOWANCES["export"].per_minute))]
     with pytest.raises(AppError, match="You have exported 6 views in the last minute"):
         export(looping, "One more")
@@ -197,7 +197,7 @@ def test_exports_are_bounded_and_the_looping_client_alone_is_refused(tiny_app, m
 
 def test_export_on_a_full_disk_says_so_and_every_tab_still_works(tiny_app, monkeypatch):
     (tiny_app.root / "full").write_text("a file where the exports folder should be")
-    monkeypatch.setattr(views, "EXPORTS", files.Exports(tiny_app.root / "full" / "exports"))
+    monkeypatch.setattr(export_view, "EXPORTS", files.Exports(tiny_app.root / "full" / "exports"))
     with pytest.raises(AppError, match="export is unavailable"):
         export(client(tiny_app), "Export on a full disk")
     tiny_app.still_answers()

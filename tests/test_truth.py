@@ -5,7 +5,13 @@ import pytest
 
 import toyviz
 from toyviz.errors import UserError
-from toyviz.app import views
+from toyviz.app.views.attention import attention_view
+from toyviz.app.views.features import features_view
+from toyviz.app.views.layernorm import layernorm_view
+from toyviz.app.views.residual import residual_view
+from toyviz.app.views.sampling import generate_view
+from toyviz.app.views.text import EXAMPLES, EXPLAIN
+from toyviz.app.views.why import why_view
 from toyviz.app.explorer import Explorer
 
 PROMPT = "To be, or not to be, that is the question"
@@ -20,27 +26,27 @@ def shipped() -> Explorer:
 def test_a_feature_number_outside_the_dictionary_is_refused_with_its_range(shipped, feature):
     last = len(shipped.features()) - 1
     with pytest.raises(UserError, match=rf"from -1 to {last} \(-1 = the prompt's strongest\), not {feature}"):
-        views.features_view(shipped, PROMPT, feature, "")
-    assert f"Feature #{last}:" in views.features_view(shipped, PROMPT, last, "")[2]     # the range's ends still work
+        features_view(shipped, PROMPT, feature, "")
+    assert f"Feature #{last}:" in features_view(shipped, PROMPT, last, "")[2]     # the range's ends still work
 
 
 @pytest.mark.parametrize("token", [999999, -3])
 def test_a_token_id_past_the_vocabulary_is_refused_not_explained_as_another(shipped, token):
     with pytest.raises(UserError, match=f"token id must be a whole number from 0 to {shipped.gpt.config.vocab_size - 1}"):
-        views.why_view(shipped, PROMPT, token)
+        why_view(shipped, PROMPT, token)
 
 
 @pytest.mark.parametrize("typed", ["999999", "-3"])
 def test_digits_typed_in_the_token_box_are_text_not_an_id(shipped, typed):     # issue 44: said in tokens
     with pytest.raises(UserError, match=f"“{typed}” is not a token of the GPT's vocabulary: the model reads it as"):
-        views.why_view(shipped, PROMPT, typed)
+        why_view(shipped, PROMPT, typed)
 
 
 @pytest.mark.parametrize("feature, alpha", [(999999, 5.0), (-5, 5.0), (-5, 0.0), (999999, 0.0)])
 def test_a_steering_feature_outside_the_dictionary_is_refused_before_a_token_is_drawn(shipped, feature, alpha):
     with pytest.raises(UserError, match=rf"steer feature must be a whole number from -1 to "
                                           rf"{len(shipped.features()) - 1} \(-1 = off\)"):
-        next(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 4, 0, False, feature, alpha))
+        next(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 4, 0, False, feature, alpha))
 
 
 def induction_heads(explorer) -> set[tuple[int, int]]:
@@ -54,9 +60,9 @@ def induction_heads(explorer) -> set[tuple[int, int]]:
 def test_the_attention_tabs_induction_example_labels_the_induction_heads_induction(shipped):
     heads = induction_heads(shipped)
     assert heads, "the shipped GPT's probe profile names no induction head"
-    label, prompt = views.EXAMPLES["attention"][0]
+    label, prompt = EXAMPLES["attention"][0]
     assert "induction" in label
-    table = views.attention_view(shipped, prompt)[3]
+    table = attention_view(shipped, prompt)[3]
     for layer, head in heads:
         row = next(line for line in table.splitlines() if line.startswith(f"| {layer}.{head} |"))
         assert row.startswith(f"| {layer}.{head} | **induction** |") and "Unlike" not in row, row
@@ -77,7 +83,7 @@ def test_on_repeated_random_tokens_the_per_prompt_labeller_agrees_with_the_probe
 
 
 def test_without_a_repeat_the_table_says_the_induction_heads_have_nothing_to_find(shipped):
-    table = views.attention_view(shipped, "Hello there")[3]
+    table = attention_view(shipped, "Hello there")[3]
     for layer, head in induction_heads(shipped):
         row = next(line for line in table.splitlines() if line.startswith(f"| {layer}.{head} |"))
         assert "repeats no token" in row, row
@@ -87,13 +93,13 @@ def test_the_residual_tab_and_why_this_token_split_the_same_quantity_alike(shipp
     """One attribution, one baseline: the Residual tab's bars for the top next token are the "Why this
     token?" components' attribution (logit − mean logit), and each chart names that quantity."""
     for prompt in ("To be, or not to", "I thank you, my good"):
-        residual = views.residual_view(shipped, prompt, -1)[4]
+        residual = residual_view(shipped, prompt, -1)[4]
         answer = shipped.why(prompt, "")[0]
         c = answer.components
         assert list(residual.data[0].x) == c.names
         assert list(residual.data[0].y) == pytest.approx(c.attribution.tolist(), abs=1e-4)
         assert "logit − mean logit" in residual.layout.title.text
-        why = views.why_view(shipped, prompt, "")[2]
+        why = why_view(shipped, prompt, "")[2]
         assert "logit − mean logit" in why.layout.annotations[0].text
 
 
@@ -104,11 +110,11 @@ def test_the_layer_norm_text_says_what_its_chart_shows(shipped):
     tr, _ = shipped.trace(PROMPT)
     stats = norm_statistics(tr)
     inputs, outputs = stats["input std"].mean(-1), stats["output std"].mean(-1)
-    note = views.layernorm_view(shipped, PROMPT)[0]
+    note = layernorm_view(shipped, PROMPT)[0]
     assert f"input std is {inputs[0]:.2f} at `block0.ln1` and {inputs[-1]:.2f} at `ln_f`" in note
     assert f"{outputs[:-1].min():.2f}–{outputs[:-1].max():.2f}" in note and f"{outputs[-1]:.2f} at `ln_f`" in note
-    curves = views.layernorm_view(shipped, PROMPT)[2]
+    curves = layernorm_view(shipped, PROMPT)[2]
     drawn = next(t for t in curves.data if "output std" in t.name)
     assert float(drawn.y[-1]) == pytest.approx(outputs[-1], abs=0.01)          # the number the chart draws
-    assert outputs[-1] > 1.5 and "the output does not" not in views.EXPLAIN["layernorm"]
-    assert "output std is not 1" in views.EXPLAIN["layernorm"]
+    assert outputs[-1] > 1.5 and "the output does not" not in EXPLAIN["layernorm"]
+    assert "output std is not 1" in EXPLAIN["layernorm"]

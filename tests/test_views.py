@@ -15,7 +15,20 @@ import pytest
 import torch
 
 import toyviz
-from toyviz.app import views
+from toyviz.app.views import sampling
+from toyviz.app.views.attention import attention_view
+from toyviz.app.views.experiments import experiments_view
+from toyviz.app.views.features import features_view
+from toyviz.app.views.inside import inside_view
+from toyviz.app.views.layernorm import layernorm_view
+from toyviz.app.views.model import model_view, snapshot_note
+from toyviz.app.views.positional import positions_view
+from toyviz.app.views.residual import residual_view
+from toyviz.app.views.sampling import generate_view, next_token_view, probability_html
+from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR, preset_fields, size_view
+from toyviz.app.views.tokens import tokens_view
+from toyviz.app.views.translation import translate_view
+from toyviz.app.views.why import pair_fields, patching_view, why_choices, why_view
 from toyviz.errors import UserError
 from toyviz.app.controls import RANGES
 from toyviz.app.explorer import Explorer
@@ -36,21 +49,21 @@ def title(fig) -> str:
 
 # (view, its arguments after the explorer, what it returns: T text, P figure)
 PLAIN = {
-    "tokens": (views.tokens_view, (PROMPT, False), "TPP"),
-    "positions": (views.positions_view, (PROMPT, "cosine", False), "TPPP"),
-    "attention": (views.attention_view, (PROMPT, 1, 2, "probs", ["1.2"], False), "TPPTP"),
-    "inside": (views.inside_view, (PROMPT, 1, 2, -1, "dream", False), "TPPP"),
-    "layernorm": (views.layernorm_view, (PROMPT, "block1.ln2", 3, False), "TPPPP"),
-    "residual": (views.residual_view, (PROMPT, -1, False), "TPPPP"),
-    "why": (views.why_view, (PROMPT, "", False), "TTPPPT"),
-    "features": (views.features_view, (PROMPT, -1, "lord", False), "TPTPPPT"),
-    "patching": (views.patching_view, ("The Duke of York is dead, and the Duke of",
+    "tokens": (tokens_view, (PROMPT, False), "TPP"),
+    "positions": (positions_view, (PROMPT, "cosine", False), "TPPP"),
+    "attention": (attention_view, (PROMPT, 1, 2, "probs", ["1.2"], False), "TPPTP"),
+    "inside": (inside_view, (PROMPT, 1, 2, -1, "dream", False), "TPPP"),
+    "layernorm": (layernorm_view, (PROMPT, "block1.ln2", 3, False), "TPPPP"),
+    "residual": (residual_view, (PROMPT, -1, False), "TPPPP"),
+    "why": (why_view, (PROMPT, "", False), "TTPPPT"),
+    "features": (features_view, (PROMPT, -1, "lord", False), "TPTPPPT"),
+    "patching": (patching_view, ("The Duke of York is dead, and the Duke of",
                                        "The Duke of Suffolk is dead, and the Duke of", "York", "Suffolk", False), "TPP"),
-    "next_token": (views.next_token_view, (PROMPT, 0.8, 50, 0.95, False), "TP"),
-    "translate": (views.translate_view, ("The Lord is my shepherd.", 2, "cross", "1", "2", False), "TTPPP"),
-    "model": (views.model_view, (PROMPT, -1, "step", False), "PPPTP"),
-    "experiments": (views.experiments_view, (PROMPT, ["baseline", "rope"], "tokens", False), "TPPPPPT"),
-    "size": (views.size_view, ("gpt2",), "TP"),
+    "next_token": (next_token_view, (PROMPT, 0.8, 50, 0.95, False), "TP"),
+    "translate": (translate_view, ("The Lord is my shepherd.", 2, "cross", "1", "2", False), "TTPPP"),
+    "model": (model_view, (PROMPT, -1, "step", False), "PPPTP"),
+    "experiments": (experiments_view, (PROMPT, ["baseline", "rope"], "tokens", False), "TPPPPPT"),
+    "size": (size_view, ("gpt2",), "TP"),
 }
 
 
@@ -204,23 +217,23 @@ def test_every_renderer_shows_what_the_model_computes(shipped, name):
 
 
 def test_what_the_renderers_say(shipped):
-    note, grid, head, table, ablation = views.attention_view(shipped, PROMPT, 1, 2, "probs", ["1.2"], False)
+    note, grid, head, table, ablation = attention_view(shipped, PROMPT, 1, 2, "probs", ["1.2"], False)
     assert note == "" and "layer 1, head 2" in title(head) and "1.2" in title(ablation)
     cfg = shipped.gpt.config
     assert table.startswith("| head | label |") and len(table.splitlines()) == 2 + cfg.n_layer * cfg.n_head
-    assert "13 tokens" in title(views.tokens_view(shipped, PROMPT)[1])
-    assert "block1.ln2" in title(views.layernorm_view(shipped, PROMPT, "block1.ln2", 3)[3])
-    text, bars = views.size_view(shipped, views.LOADED_GPT)
+    assert "13 tokens" in title(tokens_view(shipped, PROMPT)[1])
+    assert "block1.ln2" in title(layernorm_view(shipped, PROMPT, "block1.ln2", 3)[3])
+    text, bars = size_view(shipped, LOADED_GPT)
     assert f"**{count_parameters(shipped.gpt)['total']:,} parameters**" in text and "MiB in fp32" in text
-    text, _ = views.size_view(shipped, views.LOADED_TRANSLATOR)
+    text, _ = size_view(shipped, LOADED_TRANSLATOR)
     assert f"**{count_parameters(shipped.translator)['total']:,} parameters**" in text
-    assert "354,823,168" in views.size_view(shipped, "gpt2-medium")[0]
-    assert views.preset_fields(shipped, "gpt2")[:3] == [12, 12, 768] and views.preset_fields(shipped, "custom") is None
+    assert "354,823,168" in size_view(shipped, "gpt2-medium")[0]
+    assert preset_fields(shipped, "gpt2")[:3] == [12, 12, 768] and preset_fields(shipped, "custom") is None
     tr = shipped.translator.config                          # the translator's fields are its own, per stack
-    assert views.preset_fields(shipped, views.LOADED_TRANSLATOR)[:4] == [tr.n_encoder_layer, tr.n_head, tr.d_model,
+    assert preset_fields(shipped, LOADED_TRANSLATOR)[:4] == [tr.n_encoder_layer, tr.n_head, tr.d_model,
                                                                          tr.d_ff]
     results = shipped.experiment_results()                  # shipped: the summary speaks of its variants
-    summary, curves, *_ = views.experiments_view(shipped, PROMPT, ["baseline", "rope"], "tokens", False)
+    summary, curves, *_ = experiments_view(shipped, PROMPT, ["baseline", "rope"], "tokens", False)
     assert "baseline" in summary and {d.name for d in curves.data} >= {"baseline", "rope"} and results
 
 
@@ -228,30 +241,30 @@ def test_the_renderers_clamp_to_the_controls_ranges(shipped):
     """Behind Gradio's slider bounds the renderers clamp again (a browser or an old client may send
     anything), to the same ranges the sliders and the links use (toyviz.app.controls.RANGES)."""
     cfg = shipped.gpt.config
-    head = views.attention_view(shipped, PROMPT, 99, -5, "probs", [], False)[2]
+    head = attention_view(shipped, PROMPT, 99, -5, "probs", [], False)[2]
     assert f"layer {cfg.n_layer - 1}, head 0" in title(head)
-    bars = views.next_token_view(shipped, PROMPT, -3.0, 10**9, 7.0, False)[1]
+    bars = next_token_view(shipped, PROMPT, -3.0, 10**9, 7.0, False)[1]
     top_k, top_p = RANGES["top_k"][1], RANGES["top_p"][1]
     assert "temperature 0," in title(bars) and f"top-k {top_k}" in title(bars) and f"top-p {top_p:g}" in title(bars)
-    assert "top-p 0.05" in title(views.next_token_view(shipped, PROMPT, 0.8, 50, 0.0001)[1])
+    assert "top-p 0.05" in title(next_token_view(shipped, PROMPT, 0.8, 50, 0.0001)[1])
     with pytest.raises(UserError, match="layer must be a number"):
-        views.attention_view(shipped, PROMPT, "one", 0)
+        attention_view(shipped, PROMPT, "one", 0)
     with pytest.raises(UserError, match="NaN"):
-        views.next_token_view(shipped, PROMPT, float("nan"), 50, 0.95)
+        next_token_view(shipped, PROMPT, float("nan"), 50, 0.95)
     with pytest.raises(UserError, match="layer.head"):
-        views.attention_view(shipped, PROMPT, 0, 0, "probs", ["1-2"])
-    note, tokens, _ = views.tokens_view(shipped, "a\ud800b")        # a lone surrogate (JSON cannot carry it)
+        attention_view(shipped, PROMPT, 0, 0, "probs", ["1-2"])
+    note, tokens, _ = tokens_view(shipped, "a\ud800b")        # a lone surrogate (JSON cannot carry it)
     assert "tokens" in title(tokens)
-    assert views.translate_view(shipped, "Hello.", 1000)[1]
-    note = views.translate_view(shipped, "Hello.", 1, "encoder", "7")[0]
+    assert translate_view(shipped, "Hello.", 1000)[1]
+    note = translate_view(shipped, "Hello.", 1, "encoder", "7")[0]
     assert f"{shipped.translator.config.n_encoder_layer} layers: showing its last" in note
 
 
 def test_generation_streams_token_by_token_and_ends_with_the_figure(shipped, monkeypatch):
-    monkeypatch.setattr(views, "TEXT_EVERY_S", 0.0)              # every token its own update
-    monkeypatch.setattr(views, "UPDATES_PER_S", math.inf)
-    monkeypatch.setattr(views, "TOKENS_PER_S", 10**6)             # no pacing
-    updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 6, 1, False))
+    monkeypatch.setattr(sampling, "TEXT_EVERY_S", 0.0)              # every token its own update
+    monkeypatch.setattr(sampling, "UPDATES_PER_S", math.inf)
+    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10**6)             # no pacing
+    updates = list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 6, 1, False))
     assert len(updates) == 7 and all(u[3] is None for u in updates[:-1]) and updates[-1][3] is not None
     assert [u[1].count('class="token-prob"') for u in updates] == [1, 2, 3, 4, 5, 6, 6]
     assert all(later[1].startswith(earlier[1]) for earlier, later in zip(updates, updates[1:]))   # append-only
@@ -262,21 +275,21 @@ def test_a_fast_generation_is_sent_at_a_pace_a_browser_can_draw(shipped, monkeyp
     """Tokens every 20 ms: the text goes out at most 13 times a second (tokens grouped, so that a page
     that has drawn every tab keeps up), and the last update carries everything."""
     clock = iter(range(10**6))
-    monkeypatch.setattr(views.time, "perf_counter", lambda: next(clock) * 0.01)     # 2 calls a token: 20 ms
-    monkeypatch.setattr(views.time, "sleep", lambda seconds: None)
-    monkeypatch.setattr(views, "TOKENS_PER_S", 10**6)
-    updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 60, 1, False))
+    monkeypatch.setattr(sampling.time, "perf_counter", lambda: next(clock) * 0.01)     # 2 calls a token: 20 ms
+    monkeypatch.setattr(sampling.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10**6)
+    updates = list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 60, 1, False))
     counts = [u[1].count('class="token-prob"') for u in updates]
     assert 12 <= len(updates) <= 1.2 * 13 + 2 and counts == sorted(counts) and counts[-1] == 60, counts
     assert updates[-1][2] is not None and updates[-1][3] is not None
 
 
 def test_a_fast_generation_is_shown_at_a_reading_pace(shipped, monkeypatch):
-    monkeypatch.setattr(views, "TEXT_EVERY_S", 0.0)
-    monkeypatch.setattr(views, "UPDATES_PER_S", math.inf)
+    monkeypatch.setattr(sampling, "TEXT_EVERY_S", 0.0)
+    monkeypatch.setattr(sampling, "UPDATES_PER_S", math.inf)
     start = time.perf_counter()
-    updates = list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))
-    assert time.perf_counter() - start >= 16 / views.TOKENS_PER_S and len(updates) == 17
+    updates = list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))
+    assert time.perf_counter() - start >= 16 / sampling.TOKENS_PER_S and len(updates) == 17
 
 
 def test_the_mask_experiment_changes_only_the_last_word(shipped):
@@ -286,8 +299,8 @@ def test_the_mask_experiment_changes_only_the_last_word(shipped):
 
 
 def test_the_snapshot_note_names_what_the_slider_reaches():
-    assert "no earlier training snapshots" in views.snapshot_note("final", [])
-    note = views.snapshot_note("step-000340", ["step-000068", "step-000340"])
+    assert "no earlier training snapshots" in snapshot_note("final", [])
+    note = snapshot_note("step-000340", ["step-000068", "step-000340"])
     assert "**step-000340**" in note and "step-000068, step-000340 and the final model" in note
 
 
@@ -296,7 +309,7 @@ def test_experiments_draw_the_measurements_when_the_no_mask_model_is_missing(tmp
     import toyviz.app.explorer
     (tmp_path / "results.json").write_bytes((toyviz.app.explorer.EXPERIMENTS / "results.json").read_bytes())
     monkeypatch.setattr(toyviz.app.explorer, "EXPERIMENTS", tmp_path)
-    description, curves, bars, extrapolation, no_mask_bars, attention, sample = views.experiments_view(
+    description, curves, bars, extrapolation, no_mask_bars, attention, sample = experiments_view(
         Explorer(tiny_gpt, None), PROMPT, ["baseline", "rope"], "tokens", False)
     assert {d.name for d in curves.data} >= {"baseline", "rope"} and len(bars.data) and len(no_mask_bars.data)
     assert "no-mask model is not there" in sample
@@ -314,11 +327,11 @@ def test_the_head_table_adds_each_heads_label_over_the_probe_set(shipped, monkey
     profile["induction"] = [[0.0] * cfg.n_head for _ in range(cfg.n_layer)]
     profile["induction"][1][3], profile["induction_share"] = 0.8, [[1.0] * cfg.n_head for _ in range(cfg.n_layer)]
     monkeypatch.setattr(shipped, "history", lambda: [{"step": 10, "train_loss": 3.0, "heads": profile}])
-    table = views.attention_view(shipped, PROMPT)[3]
+    table = attention_view(shipped, PROMPT)[3]
     assert "over the probe set" in table.splitlines()[0]
     row = next(line for line in table.splitlines() if line.startswith("| 1.3 |"))
     assert row.endswith("**induction** 0.80, on 100% of probes |")
-    assert "over the probe set" not in views.attention_view(shipped, PROMPT, model="encoder")[3]
+    assert "over the probe set" not in attention_view(shipped, PROMPT, model="encoder")[3]
 
 
 def test_the_why_tab_links_each_number_to_a_panel_of_the_page(shipped):
@@ -328,7 +341,7 @@ def test_the_why_tab_links_each_number_to_a_panel_of_the_page(shipped):
 
     import app
     from toyviz.interpret import explain
-    note, summary, components, saliency, lens, sources = views.why_view(shipped, "I thank you, my good", "")
+    note, summary, components, saliency, lens, sources = why_view(shipped, "I thank you, my good", "")
     targets = set(re.findall(r"href='#([\w-]+)'", summary))
     demo = app.build(shipped)
     ids = {getattr(c, "elem_id", None) for c in demo.blocks.values()}
@@ -342,22 +355,22 @@ def test_the_why_tab_takes_a_typed_word_or_an_id_and_rejects_several_tokens(ship
     lord = shipped.gpt.tokenizer.encode(" lord")[0]
     for typed in ("lord", " lord", str(lord)):
         assert shipped.why("I thank you, my good", typed)[0].token == lord
-    choices = views.why_choices(shipped, "I thank you, my good")
+    choices = why_choices(shipped, "I thank you, my good")
     assert choices[0] == ("the top prediction", "") and (f"␣lord  ({shipped.why('I thank you, my good')[0].probability:.1%})",
                                                          " lord") in choices
     with pytest.raises(UserError, match="pick one token"):
         shipped.why("I thank you, my good", "unquestionably incomprehensible")
-    assert views.why_choices(shipped, "   ") == [("the top prediction", "")]      # the tab itself says why
+    assert why_choices(shipped, "   ") == [("the top prediction", "")]      # the tab itself says why
 
 
 def test_prepared_pairs_fill_the_patching_fields(shipped):
     from toyviz.interpret import explain
     pair = explain.PAIRS[0]
-    assert views.pair_fields(pair.name) == [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
+    assert pair_fields(pair.name) == [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
     with pytest.raises(UserError, match="no prepared pair"):
-        views.pair_fields("nonsense")
+        pair_fields("nonsense")
     with pytest.raises(UserError, match="same number of tokens"):
-        views.patching_view(shipped, "The Duke of York", "The Duke of Yorkshire and Lancaster")
+        patching_view(shipped, "The Duke of York", "The Duke of Yorkshire and Lancaster")
 
 
 def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
@@ -365,34 +378,34 @@ def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
     searched greedily and says so; a beam result already cached is still served as it is."""
     from toyviz.app.explorer import BUSY_SEARCHES
     cached = "The Lord is my shepherd."
-    views.translate_view(shipped, cached, 4)
+    translate_view(shipped, cached, 4)
     shipped.searches.now = BUSY_SEARCHES
     try:
-        note, text, *_ = views.translate_view(shipped, "And the earth was without form, and void.", 4)
+        note, text, *_ = translate_view(shipped, "And the earth was without form, and void.", 4)
         assert "greedy (beam 1) instead of beam 4" in note
         assert text == shipped.translator.translate("And the earth was without form, and void.", beam=1).text
-        note, *_ = views.translate_view(shipped, cached, 4)
+        note, *_ = translate_view(shipped, cached, 4)
         assert "greedy" not in note
     finally:
         shipped.searches.now = 0
-    assert views.translate_view(shipped, "And God saw the light, that it was good.", 4)[0] == ""
+    assert translate_view(shipped, "And God saw the light, that it was good.", 4)[0] == ""
 
 
 def test_generation_paces_itself_alone_and_not_when_a_class_is_streaming(shipped, monkeypatch):
     from toyviz.app.explorer import BUSY_GENERATIONS
-    slept, here, real_sleep = [], threading.get_ident(), views.time.sleep
+    slept, here, real_sleep = [], threading.get_ident(), sampling.time.sleep
     # time.sleep is patched for every thread: others (the server's memory keeper, left running by an
     # earlier test) sleep as ever, and only this thread's pauses are counted
-    monkeypatch.setattr(views.time, "sleep",
+    monkeypatch.setattr(sampling.time, "sleep",
                         lambda s: slept.append(s) if threading.get_ident() == here else real_sleep(s))
-    monkeypatch.setattr(views, "TOKENS_PER_S", 0.01)        # a pace no machine falls behind: it must sleep
+    monkeypatch.setattr(sampling, "TOKENS_PER_S", 0.01)        # a pace no machine falls behind: it must sleep
     tokens = lambda updates: updates[-1][1].count('class="token-prob"')
-    assert tokens(list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
+    assert tokens(list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
     assert slept and max(slept) > 0                                     # alone: a reading pace
     slept.clear()
     shipped.generations.now = BUSY_GENERATIONS                          # others streaming too
     try:
-        assert tokens(list(views.generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
+        assert tokens(list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
     finally:
         shipped.generations.now = 0
     assert slept == []
@@ -402,21 +415,21 @@ def test_generation_paces_itself_alone_and_not_when_a_class_is_streaming(shipped
 def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(shipped):
     features = shipped.features()
     found, _ = shipped.prompt_features(PROMPT)
-    note, prompt_map, about, contexts, histogram, logits, listing = views.features_view(shipped, PROMPT, -1, "")
+    note, prompt_map, about, contexts, histogram, logits, listing = features_view(shipped, PROMPT, -1, "")
     strongest = found.strongest(1)[0]
     assert f"Feature #{strongest}:" in about and f"#{strongest}" in title(contexts)
     assert "The most frequent features" in listing and f"#{features.by_frequency()[0]}**" in listing
     hits = features.search("lord")
-    assert hits and f"**#{hits[0]}**" in views.features_view(shipped, PROMPT, 5, "lord")[-1]
-    assert "Feature #5:" in views.features_view(shipped, PROMPT, 5, "")[2]
+    assert hits and f"**#{hits[0]}**" in features_view(shipped, PROMPT, 5, "lord")[-1]
+    assert "Feature #5:" in features_view(shipped, PROMPT, 5, "")[2]
     last = len(features) - 1
     with pytest.raises(UserError, match=f"from -1 to {last}"):       # refused: the box would still say 10**6
-        views.features_view(shipped, PROMPT, 10**6, "")
+        features_view(shipped, PROMPT, 10**6, "")
 
 
 def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_text(shipped, monkeypatch):
-    monkeypatch.setattr(views, "TOKENS_PER_S", 10**6)
-    run = lambda feature, alpha: list(views.generate_view(shipped, "ROMEO:", 0.8, 50, 0.95, 24, 3, False,
+    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10**6)
+    run = lambda feature, alpha: list(generate_view(shipped, "ROMEO:", 0.8, 50, 0.95, 24, 3, False,
                                                           feature, alpha))[-1]
     plain, off = run(-1, 0.0), run(7, 0.0)
     assert off[1] == plain[1] and "Steered" not in off[0]
@@ -427,6 +440,6 @@ def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_
 def test_generated_text_shows_control_characters_as_the_figures_do():
     """A generated ^U (\\x15) is written in caret notation, as the token labels show it (raw, a browser draws an
     empty box); newlines and tabs stay text, and markup is escaped (issue 44: the page's sampler writes the same)."""
-    shown = views.probability_html([("a\x15", 0.5), ("<b>\n\t", 1.0), ("\x7f", 0.0)])
+    shown = probability_html([("a\x15", 0.5), ("<b>\n\t", 1.0), ("\x7f", 0.0)])
     assert ">a^U</span>" in shown and ">&lt;b&gt;\n\t</span>" in shown and ">^?</span>" in shown
     assert "\x15" not in shown and "\x7f" not in shown

@@ -2,7 +2,7 @@
 
 Controls and outputs are named by the attribute the app keeps its component (or its list of components)
 under: `prompt` is `ui.prompt`, `tokens_out` the Tokens tab's figures. A tab's inputs go to its renderer
-(toyviz.app.views) in the order listed, after the explorer. Plain Python: no Gradio here.
+(toyviz.app.views, one module per tab) in the order listed, after the explorer. Plain Python: no Gradio here.
 """
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from toyviz.app import views
+from toyviz.app.views import (attention, experiments, features, inside, layernorm, model, positional, residual,
+                              sampling, tokens, translation, why)
 from toyviz.errors import UserError, fault
 from toyviz.app.explorer import Explorer
 
 
 @dataclass(frozen=True)
 class Tab:
-    render: Callable                    # views.<name>_view(explorer, *inputs) → note and figures
+    render: Callable                    # views.<tab>.<name>_view(explorer, *inputs) → note and figures
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     controls: tuple[str, ...] = ()      # its own inputs whose change redraws it
@@ -26,28 +27,29 @@ class Tab:
 
 
 TABS = {
-    "tokens": Tab(views.tokens_view, ("prompt", "projector", "model"), ("note", "tokens_out")),
-    "positional": Tab(views.positions_view, ("prompt", "metric", "projector", "model"), ("note", "positional_out"),
+    "tokens": Tab(tokens.tokens_view, ("prompt", "projector", "model"), ("note", "tokens_out")),
+    "positional": Tab(positional.positions_view, ("prompt", "metric", "projector", "model"), ("note", "positional_out"),
                       ("metric",)),
-    "attention": Tab(views.attention_view, ("prompt", "layer", "head", "mode", "ablate", "projector", "model"),
+    "attention": Tab(attention.attention_view, ("prompt", "layer", "head", "mode", "ablate", "projector", "model"),
                      ("note", "attention_out"), ("layer", "head", "mode", "ablate")),
-    "inside": Tab(views.inside_view, ("prompt", "layer", "head", "query", "last_word", "projector"),
+    "inside": Tab(inside.inside_view, ("prompt", "layer", "head", "query", "last_word", "projector"),
                   ("note", "inside_out"), ("query", "last_word")),
-    "layernorm": Tab(views.layernorm_view, ("prompt", "norm_name", "ln_position", "projector", "model"),
+    "layernorm": Tab(layernorm.layernorm_view, ("prompt", "norm_name", "ln_position", "projector", "model"),
                      ("note", "layernorm_out"), ("norm_name", "ln_position")),
-    "residual": Tab(views.residual_view, ("prompt", "res_position", "projector", "model"), ("note", "residual_out"),
+    "residual": Tab(residual.residual_view, ("prompt", "res_position", "projector", "model"), ("note", "residual_out"),
                     ("res_position",)),
     # these two may answer "still loading" while the n-gram index or the features load: never kept
-    "why": Tab(views.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False),
-    "features": Tab(views.features_view, ("prompt", "feature", "feature_search", "projector"),
+    "why": Tab(why.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False),
+    "features": Tab(features.features_view, ("prompt", "feature", "feature_search", "projector"),
                     ("note", "features_out"), ("feature", "feature_search"), kept=False),
-    "sample": Tab(views.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
+    "sample": Tab(sampling.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
                   ("temperature", "top_k", "top_p"), "next_token"),
-    "translate": Tab(views.translate_view, ("source", "beam", "attention_kind", "tr_layer", "tr_head", "projector"),
+    "translate": Tab(translation.translate_view,
+                     ("source", "beam", "attention_kind", "tr_layer", "tr_head", "projector"),
                      ("note", "spanish", "translate_out"), ("attention_kind", "tr_layer", "tr_head")),
-    "experiments": Tab(views.experiments_view, ("prompt", "exp_variants", "exp_x", "projector"), ("experiments_out",),
-                       ("exp_variants", "exp_x")),
-    "model": Tab(views.model_view, ("prompt", "snapshot", "x_axis", "projector"), ("model_out",),
+    "experiments": Tab(experiments.experiments_view, ("prompt", "exp_variants", "exp_x", "projector"),
+                       ("experiments_out",), ("exp_variants", "exp_x")),
+    "model": Tab(model.model_view, ("prompt", "snapshot", "x_axis", "projector"), ("model_out",),
                  ("snapshot", "x_axis")),
 }
 

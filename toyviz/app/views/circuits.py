@@ -1,0 +1,111 @@
+"""The Circuits tab: the attribution graph of one prediction (toyviz.interpret.circuits), drawn by layer and
+position, each feature's dashboard on hover (shipped with the figure: no request), a feature clicked to ablate or
+steer in the real GPT beside what the graph predicted, features grouped by hand into supernodes (kept in the link),
+and how much of it the error nodes carry, said in words. `circuit_json` is the HTTP endpoint's graph: the JSON
+`python -m toyviz.circuits` writes (Neuronpedia's schema, docs/circuits.md).
+"""
+from __future__ import annotations
+
+import re
+
+from toyviz.app.controls import clamp
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import circuits as circuit_figs
+from toyviz.app.figures import visible
+from toyviz.errors import UserError
+from toyviz.interpret.circuits.intervene import intervene
+from toyviz.interpret.dictionary import dashboard
+
+EXPLAIN = ("**An attribution graph: the prediction traced back through features.** Each MLP is replaced by a "
+           "*transcoder* (sparse features, trained by this project on this GPT), attention and layer norms are frozen "
+           "at their values on this prompt, and every link is the direct effect of one node on a later one. Rows are "
+           "layers (tokens at the bottom, the predicted token's logit on top), columns positions; a link's width is "
+           "its weight, blue excites, red inhibits. Start at the logit and follow the widest links down. Hover a node "
+           "for its dashboard; click a feature to ablate it (scale 0) or steer it and compare the real GPT with the "
+           "graph's prediction. Grey diamonds are *error nodes*: what the transcoders miss. "
+           "A link from one position to a later one went through a head, but the graph cannot show why the head "
+           "looked there (attention is frozen): see docs/circuits.md, where it is wrong.")
+# the worked example of docs/circuits.md first: an induction prompt whose top prediction is " S" (p 0.97)
+EXAMPLES = [("induction: a name again", "Mistress Quickly and Master Slender went to the fair. Mistress Quickly told Master"),
+            ("a title", "KING HENRY. Now, lords, for France! KING"),
+            ("an idiom", "I pray you, good my"),
+            ("a famous line", "To be, or not to")]
+SCALES = (-4.0, 4.0)          # an intervention's scale: 0 ablates, 1 changes nothing, 2 doubles, −1 flips
+FEATURE_ID = re.compile(r"^(\d+)_(\d+)_(\d+)$")       # "<layer>_<feature>_<position>", the graph JSON's node_id
+
+
+def parse_supernodes(text) -> dict[str, list[str]]:
+    """"name: id id; other: id id" (ids as the graph names its features, "2_1465_21") → {name: [ids]}. The
+    grouping a student typed, as the link keeps it; a part with no name is named by its number."""
+    groups: dict[str, list[str]] = {}
+    for n, part in enumerate(p for p in str(text or "").split(";") if p.strip()):
+        name, _, ids = part.rpartition(":")
+        keys = [k for k in re.split(r"[\s,]+", ids) if k]
+        if keys:
+            groups[name.strip() or f"group {n + 1}"] = keys
+    return groups
+
+
+def view_of(explorer: Explorer, prompt, target=""):
+    """(the graph as the tab draws it, the Circuit, note): the graph computed once per (prompt, target)."""
+    circuit, note = explorer.circuit(prompt, target)
+    _, boards = explorer.transcoders()
+    piece = explorer.need_gpt().tokenizer.piece
+    return circuit_figs.circuit_view(circuit, lambda l, f: boards[l] and dashboard(boards[l], f, piece)), circuit, note
+
+
+def error_words(view: circuit_figs.CircuitView) -> str:
+    """How much the error nodes carry, in words; when it is most of the influence, that the graph does not know."""
+    share = (f"Error nodes (what the transcoders miss) carry {view.error_share:.0%} of the influence reaching the "
+             f"target from the prompt, and {view.logit_errors:.0%} of the logit's direct input.")
+    if view.error_share > circuit_figs.MOSTLY_ERRORS:
+        return (f"**Most of this prediction runs through error nodes: the graph does not know how the GPT makes "
+                f"it.** {share} The features drawn are a small part of the story; read them with care.")
+    return share + " The rest runs through features and the tokens themselves."
+
+
+def circuits_view(explorer: Explorer, prompt, target="", supernodes="", projector=False):
+    """(note, the graph, the hover panel's first content, the scores and the errors in words)."""
+    view, circuit, note = view_of(explorer, prompt, target)
+    groups = parse_supernodes(supernodes)
+    if groups:
+        view = circuit_figs.grouped(view, groups)
+        if view.unknown:
+            note += (f"Not in this graph, or not a feature: {', '.join(view.unknown)} (supernodes group features by "
+                     "the ids their hover shows). ")
+    about = (f"**{visible(circuit.target_piece)}** after the prompt: p = {circuit.prob:.3f}. The graph: "
+             f"{circuit.graph.n_features:,} active features, {len(circuit.pruned.nodes.nonzero()):,} nodes kept "
+             f"({circuit.pruned.node_share:.0%} of the influence), computed in {circuit.seconds:.1f} s. Replacement "
+             f"score {circuit.replacement:.2f}, completeness score {circuit.completeness:.2f}.\n\n" + error_words(view))
+    return (note, circuit_figs.graph_figure(view, projector=bool(projector)), circuit_figs.panel(view), about)
+
+
+def feature_node(circuit, node) -> int:
+    """The graph's index of the feature named "<layer>_<feature>_<position>"; a UserError if it is none of its."""
+    match = FEATURE_ID.match(str(node or "").strip())
+    if not match:
+        raise UserError(f"click a feature of the graph (or type its id, e.g. 2_1465_21), not {node!r}")
+    layer, feature, position = map(int, match.groups())
+    graph = circuit.graph
+    found = ((graph.layer == layer) & (graph.feature == feature) & (graph.position == position)).nonzero()
+    if not len(found):
+        raise UserError(f"feature {node} is not active in this graph (layer {layer}, feature {feature}, position "
+                        f"{position})")
+    return int(found[0])
+
+
+def intervention_view(explorer: Explorer, prompt, target="", node="", scale=0.0, projector=False):
+    """A feature scaled (0: ablated) in the real GPT, its target's probability beside the graph's prediction."""
+    circuit, _ = explorer.circuit(prompt, target)
+    transcoders, _ = explorer.transcoders()
+    scale = clamp(scale, *SCALES, float, "scale")
+    index = feature_node(circuit, node)
+    result = intervene(explorer.need_gpt().model, transcoders, circuit.graph, index, scale)
+    return circuit_figs.intervention_figure(str(node).strip(), scale, circuit.target_piece, result,
+                                            projector=bool(projector))
+
+
+def circuit_json(explorer: Explorer, prompt, target="") -> dict:
+    """The graph as `python -m toyviz.circuits` writes it (Neuronpedia's graph-viewer schema)."""
+    circuit, _ = explorer.circuit(prompt, target)
+    return circuit.to_json()

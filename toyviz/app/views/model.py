@@ -1,0 +1,30 @@
+"""The Model tab: where the parameters are, attention's memory, how training went, a snapshot's attention."""
+from __future__ import annotations
+
+from toyviz.app.controls import setting
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import attention as attention_figs
+from toyviz.app.figures import model as model_figs
+from toyviz.models.size import count_parameters
+
+
+def snapshot_note(shown: str, earlier: list[str]) -> str:
+    """Which training snapshot the Model tab shows, and which others the slider reaches."""
+    if not earlier:
+        return "The **final** model (this checkpoint holds no earlier training snapshots)."
+    return f"Snapshot **{shown}** — the slider reaches {', '.join(earlier)} and the final model."
+
+
+def model_view(explorer: Explorer, prompt, snapshot=-1, x_axis="step", projector=False):
+    gpt = explorer.need_gpt()
+    config = gpt.config
+    history = explorer.history()
+    paths = explorer.snapshots()
+    path, tr = explorer.snapshot_trace(setting("snapshot", snapshot, len(paths) - 1) % len(paths), prompt)
+    step = path.name if path.name.startswith("step-") else "final"
+    return (model_figs.parameter_bars(count_parameters(gpt.model), projector=projector),
+            model_figs.attention_memory(config.n_head, n_layer=config.n_layer, context=config.context,
+                                        projector=projector),
+            model_figs.loss_curve(history, x=x_axis, projector=projector) if history else None,       # + head probes
+            snapshot_note(step, [p.name for p in paths[:-1]]),
+            attention_figs.attention_grid(tr, projector=projector))

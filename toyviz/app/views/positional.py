@@ -1,0 +1,32 @@
+"""The Positions tab: the model's position information, and the sinusoidal formula on its own."""
+from __future__ import annotations
+
+from toyviz.app.controls import clamp
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import positional as positional_figs
+from toyviz.models.layers import sinusoidal_encoding
+
+
+def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False, model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
+    kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper
+    table = explorer.gpt.model.pos_emb.weight if model == "gpt" and kind == "learned" else None
+    d_model = config.d_model
+    encoding = tr.positional if tr.positional is not None else sinusoidal_encoding(len(tr.tokens), d_model)
+    if tr.positional is None:
+        note += (f"This model adds no position vector ({kind}): the curves and similarities below are the "
+                 "sinusoidal table of the original Transformer, for comparison — the translator adds it. ")
+    dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, d_model - 2), min(65, d_model - 1))
+                              if d < d_model))              # a d_model under 10 has fewer dimensions
+    return (note, positional_figs.model_encoding(tr, kind, table=table, projector=projector),
+            positional_figs.dimension_curves(encoding, dims, projector=projector),
+            positional_figs.similarity_heatmap(encoding, metric, tokens=tr.tokens, projector=projector))
+
+
+def formula_view(d_model=64, length=128, projector=False):
+    """The sinusoidal formula on its own, and the two tutorial bugs beside it."""
+    d_model = clamp(d_model, 2, 1024, int, "d_model") // 2 * 2
+    length = clamp(length, 2, 1024, int, "length")
+    return (positional_figs.formula_explorer(d_model, length, projector=projector),
+            positional_figs.spot_the_bug(length, d_model, projector=projector))

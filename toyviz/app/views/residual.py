@@ -1,0 +1,20 @@
+"""The Residual stream tab: the running sum, each write's share, and the GPT's readout of it."""
+from __future__ import annotations
+
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import residual as residual_figs
+from toyviz.app.views.text import gpt_only
+
+
+def residual_view(explorer: Explorer, prompt, position=-1, projector=False, model="gpt"):
+    tr, note = explorer.view(prompt, model)
+    position = explorer.position(tr, position)
+    if model == "gpt":
+        gpt = explorer.gpt
+        readout = (residual_figs.logit_lens(tr, gpt.model, gpt.tokenizer.piece, projector=projector),
+                   residual_figs.logit_attribution(tr, gpt.model, gpt.tokenizer.piece, position, projector=projector))
+    else:       # both read the stream through the GPT's final norm and unembedding; the encoder has none
+        readout = (gpt_only("The logit lens reads", "Logit lens", "logit-lens", projector),
+                   gpt_only("Logit attribution splits", "Logit attribution", "logit-attribution", projector))
+    return (note, residual_figs.residual_norms(tr, position, projector=projector),
+            residual_figs.residual_shares(tr, projector=projector)) + readout

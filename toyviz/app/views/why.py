@@ -1,0 +1,94 @@
+"""The Why this token? tab: the evidence for one next token, and activation patching between two prompts."""
+from __future__ import annotations
+
+import html
+
+from toyviz.app.controls import checked
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import explain as explain_figs
+from toyviz.app.figures import visible
+from toyviz.errors import UserError
+from toyviz.interpret import explain
+
+
+def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
+    """The token picker's choices: the top prediction (the default), then the most likely next tokens
+    (only the default for a prompt the tab itself rejects: its message says why)."""
+    top = [("the top prediction", "")]
+    try:
+        logits = explorer.trace(prompt)[0].logits[-1]
+    except UserError:
+        return top
+    return top + [(f"{visible(piece)}  ({p:.1%})", piece) for _, piece, p in explain.top_next(explorer.gpt, logits)]
+
+
+def paragraph_html(segments) -> str:
+    """The generated paragraph, each number a link to the panel it comes from."""
+    return "<p class='why-paragraph'>" + "".join(
+        html.escape(text) if panel is None else f"<a href='#{explain.PANELS[panel]}'>{html.escape(text)}</a>"
+        for text, panel in segments) + "</p>"
+
+
+def sources_html(explorer: Explorer, answer) -> str:
+    """The training-text counts for n = 1…4 tokens of context, with example lines (the match in bold)."""
+    if answer.sources is None:
+        return f"<p id='{explain.PANELS['sources']}'><b>Training-text counts:</b> {html.escape(answer.sources_reason)}.</p>"
+    index, _ = explorer.training_index()
+    tokenizer = explorer.gpt.tokenizer
+    rows = []
+    for g in answer.sources:
+        context = visible(tokenizer.decode(g.context))
+        lines = "<br>".join("…{}<b>{}</b>{}…".format(*map(html.escape, explain.example_text(tokenizer, index, pos, g.n + 1)))
+                            for pos in g.examples)
+        share = "" if g.share != g.share else f"{g.share:.1%}"
+        rows.append(f"<tr><td>{g.n}</td><td><code>{html.escape(context)}</code></td><td>{g.context_count:,}</td>"
+                    f"<td>{g.count:,}</td><td>{share}</td><td>{lines}</td></tr>")
+    return (f"<div id='{explain.PANELS['sources']}'><p><b>Where it comes from:</b> how often the last n tokens, then "
+            f"<code>{html.escape(visible(answer.piece))}</code>, occur in the training plays.</p>"
+            "<table class='why-sources'><tr><th>n</th><th>last n tokens</th><th>seen</th><th>then this token</th>"
+            "<th>share</th><th>examples</th></tr>" + "".join(rows) + "</table></div>")
+
+
+def why_token(explorer: Explorer, token) -> str | int:
+    """The token box's text → the token explorer.why explains: "" the top prediction; a token of the GPT's
+    vocabulary written as the tabs show tokens (␣ a space, ↵ a new line) or as a word ("lord" → "␣lord"), digits
+    too ("7" is the token 7: the box takes text, while explorer.why reads digits as an id) → its id. An id given
+    as a number (the API) stays an id."""
+    if isinstance(token, (int, float)):
+        return checked("token_id", token, upper=explorer.need_gpt().config.vocab_size - 1)
+    text = str(token).replace("␣", " ").replace("↵", "\n")
+    if not text:
+        return ""
+    tokenizer = explorer.need_gpt().tokenizer
+    for candidate in (text, " " + text.strip(), text.strip()):
+        if candidate.strip() and len(ids := tokenizer.encode(candidate)) == 1:
+            return ids[0]
+    pieces = tokenizer.pieces(tokenizer.encode(text))
+    raise UserError(f"“{visible(text)}” is not a token of the GPT's vocabulary: the model reads it as {len(pieces)} "
+                    f"tokens ({' | '.join(map(visible, pieces))}). Type one token as the other tabs show tokens "
+                    "(␣lord is “lord” with the space before it), or pick one from the list")
+
+
+def why_view(explorer: Explorer, prompt, token="", projector=False):
+    """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
+    answer, note = explorer.why(prompt, why_token(explorer, token))
+    top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
+    summary = (paragraph_html(explain.paragraph(answer)) +
+               f"<details id='{explain.PANELS['prediction']}'><summary>top next tokens</summary><ul>{top}</ul></details>")
+    return (note, summary, explain_figs.components_figure(answer.components, projector=projector),
+            explain_figs.saliency_figure(answer.saliency, projector=projector),
+            explain_figs.lens_figure(answer, projector=projector), sources_html(explorer, answer))
+
+
+def pair_fields(name) -> list[str]:
+    """A prepared patching pair's clean and corrupted prompts and answers (for the four fields)."""
+    pair = next((p for p in explain.PAIRS if p.name == name), None)
+    if pair is None:
+        raise UserError(f"no prepared pair called {name!r}: pick one of the list or type your own")
+    return [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
+
+
+def patching_view(explorer: Explorer, clean, corrupted, clean_answer="", corrupted_answer="", projector=False):
+    """Activation patching of the clean prompt into the corrupted one: where the difference lives."""
+    result, note = explorer.patching(clean, corrupted, clean_answer, corrupted_answer)
+    return (note,) + explain_figs.patching_figures(result, explorer.gpt.tokenizer.piece, projector=projector)
