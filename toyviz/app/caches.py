@@ -37,6 +37,11 @@ class Caches(Models):
         self.explanations = LRU(8, 16 * MB)  # "why this token?" answers: the costliest tab, redrawn on tab switches
         self.feature_maps = LRU(cache_size, 8 * MB)  # a prompt's features
         self.dictionaries = LRU(1)           # the GPT's sparse-autoencoder features, loaded on first use
+        self.transcoder_sets = LRU(1)        # the GPT's transcoders and their dashboards, loaded on first use
+        # attribution graphs: seconds each, and a Circuits tab redraws one per hover-free redraw, supernode edit or
+        # intervention; a graph's N × N adjacency is ~40 MB for 25 tokens: two at most
+        self.circuits = LRU(2, 128 * MB)
+        self.circuit_lock = threading.Lock()    # one graph computed at a time: a class asking at once computes it once
 
     def trace(self, prompt, *, causal: bool = True, ablate: tuple = ()):
         """(trace, note): one traced forward per distinct prompt and options, cached."""
@@ -129,3 +134,33 @@ class Caches(Models):
         features = self.features()
         text, note = clean_prompt(prompt)
         return self.feature_maps.get(text, lambda: features.encode(text)), note
+
+    # ---- attribution graphs (toyviz.interpret.circuits) ----
+    def transcoders(self):
+        """(the GPT's transcoders, each layer's dashboards), loaded once; a UserError when there are none."""
+        from toyviz.interpret.circuits import load_transcoders
+        from toyviz.interpret.dashboards import Dashboards
+        from toyviz.interpret.transcoders import DASHBOARDS, FOLDER
+        gpt = self.need_gpt()
+
+        def load():
+            try:
+                transcoders = load_transcoders(gpt)
+            except FileNotFoundError as err:
+                raise UserError(str(err)) from None
+            folder = Path(gpt.source) / FOLDER / DASHBOARDS
+            return transcoders, [Dashboards.load(folder / f"layer{layer}") if (folder / f"layer{layer}").is_dir()
+                                 else None for layer in range(len(transcoders))]
+        return self.transcoder_sets.get(id(gpt), load)
+
+    def circuit(self, prompt, target: str = ""):
+        """(the attribution graph of `target` after the prompt (blank: the top prediction), note), cached."""
+        from toyviz.interpret.circuits import trace
+        gpt = self.need_gpt()
+        text, note = clean_prompt(prompt)
+        transcoders, dashboards = self.transcoders()
+        labels = [d.labels for d in dashboards] if all(dashboards) else None
+        target = str(target or "") or None
+        with self.circuit_lock:
+            return self.circuits.get((id(gpt), text, target),
+                                     lambda: trace(gpt, transcoders, text, target, labels=labels)), note

@@ -1,0 +1,352 @@
+"""Circuits tab: an attribution graph (toyviz.interpret.circuits) drawn for a student to follow edge by edge.
+
+Rows are layers (the prompt's tokens at the bottom, the target's logit on top), columns positions; the nodes of
+one (layer, position) share their cell, most influential first. An edge's width follows |weight|, its colour its
+sign (blue excites, red inhibits: the app's promoted / suppressed colours). Every node carries its hover in
+`customdata` — [node id, its dashboard as HTML, a one-line summary] — so the page's script (PAGE_SCRIPT) shows a
+feature's dashboard beside the graph without a request, and a click sends the node's id to the intervention.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import plotly.graph_objects as go
+
+from toyviz.app.figures import PROJECTOR_SCALE, figure, style, visible
+from toyviz.app.figures.features import DOWN, UP
+from toyviz.interpret.dictionary import Dashboard
+
+MAX_EDGES = 400               # edges drawn: the strongest shares of their target's input (a hairball past that)
+PER_LINE = 4                  # nodes side by side in a cell before the next line of them
+WIDTHS = (0.6, 1.4, 2.8, 5.0)  # px, edges by |weight| / the largest: < 0.1, < 0.3, < 0.6, the rest
+BOUNDS = (0.1, 0.3, 0.6)
+CONTEXTS, BEFORE, AFTER = 4, 8, 2     # a hover dashboard's contexts, and its tokens around each peak
+LOGIT_ROWS = 5                # promoted and suppressed tokens a hover dashboard lists
+MOSTLY_ERRORS = 0.5           # errors' share of the influence past which the view says the graph does not know
+KIND_STYLE = {                # marker symbol, colour, legend name
+    "feature": ("circle", "#e6550d", "feature (transcoder)"),
+    "group": ("hexagon", "#756bb1", "supernode (your group)"),
+    "error": ("diamond", "#9e9e9e", "error node (what the transcoders miss)"),
+    "token": ("square", "#636363", "token (embedding)"),
+    "logit": ("star", "#31a354", "target logit"),
+}
+
+
+@dataclass
+class Node:
+    key: str                  # the graph JSON's node_id ("2_1465_21", "err_0_8", "E_262_8", "5_83_21"), a group's name
+    kind: str                 # feature | error | token | logit | group
+    row: float                # 0 tokens, 1 + layer, layers + 1 the logit (a group: its members' mean)
+    position: float
+    label: str                # a feature's dashboard label, a token's piece
+    influence: float          # share of all nodes' influence on the target
+    value: float              # activation (feature), vector norm (error, token), logit − mean logit (logit)
+    dashboard: str = ""       # what the hover panel shows (HTML)
+    members: tuple[str, ...] = ()
+
+
+@dataclass
+class CircuitView:
+    """What the Circuits tab draws: the pruned graph's nodes and links, and the numbers it says in words."""
+    nodes: list[Node]
+    edges: list[tuple[str, str, float]]   # (source key, target key, weight)
+    pieces: list[str]
+    target: str
+    prob: float
+    layers: int
+    replacement: float
+    completeness: float
+    logit_errors: float       # share of the logit's direct |input| that comes from error nodes
+    unknown: list[str] = field(default_factory=list)   # supernode members that are no kept node
+
+    @property
+    def error_share(self) -> float:
+        """The errors' share of the influence reaching the target from the graph's sources (tokens and errors):
+        1 − the replacement score."""
+        return 1 - self.replacement
+
+
+def circuit_view(circuit, dashboard=None) -> CircuitView:
+    """A Circuit (toyviz.interpret.circuits.trace) → what is drawn; dashboard(layer, feature) → its Dashboard
+    (toyviz.interpret.dictionary) or None. Nodes and links are the graph JSON's (`Circuit.to_json`), the
+    endpoint's, so a hover and the JSON name a node alike."""
+    graph, pruned = circuit.graph, circuit.pruned
+    data = circuit.to_json()
+    kept = pruned.nodes.nonzero(as_tuple=True)[0].tolist()
+    total = float(pruned.influence.sum()) or 1.0
+    L = graph.n_layers
+    nodes = []
+    for record, index in zip(data["nodes"], kept):
+        kind = {"embedding": "token", "logit": "logit", "mlp reconstruction error": "error"}.get(
+            record["feature_type"], "feature")
+        layer = record["layer"]
+        row = 0 if kind == "token" else L + 1 if kind == "logit" else int(layer) + 1
+        node = Node(record["node_id"], kind, row, record["ctx_idx"], record.get("clerp", ""),
+                    float(pruned.influence[index]) / total, float(graph.values[index]))
+        if kind == "feature":
+            node.dashboard = feature_html(node, int(graph.feature[index]), dashboard and dashboard(int(layer),
+                                                                                                  int(graph.feature[index])))
+        nodes.append(node)
+    view = CircuitView(nodes, [(link["source"], link["target"], link["weight"]) for link in data["links"]],
+                       circuit.pieces, circuit.target_piece, circuit.prob, L, circuit.replacement,
+                       circuit.completeness, logit_error_share(graph))
+    for node in view.nodes:
+        if not node.dashboard:
+            node.dashboard = other_html(node, view)
+    return view
+
+
+def logit_error_share(graph) -> float:
+    incoming = graph.adjacency[graph.logit_index].abs()
+    errors = incoming[graph.kinds() == 1].sum()
+    return float(errors / incoming.sum().clamp(min=1e-30))
+
+
+def feature_number(node: Node) -> int:
+    return int(node.key.split("_")[1])
+
+
+# ---------------------------------------------------------------- supernodes -----------------
+
+def grouped(view: CircuitView, groups: dict[str, list[str]]) -> CircuitView:
+    """The view with each group of nodes (by key) drawn as one supernode at its members' mean place, its links
+    the sums of its members' (links inside a group dropped). Keys that are no kept feature go to `unknown`."""
+    by_key = {n.key: n for n in view.nodes}
+    owner, unknown, supernodes = {}, [], []
+    for name, keys in groups.items():
+        members = [by_key[k] for k in keys if k in by_key and by_key[k].kind == "feature" and k not in owner]
+        unknown += [k for k in keys if k not in by_key or by_key[k].kind != "feature"]
+        if not members:
+            continue
+        for m in members:
+            owner[m.key] = name
+        node = Node(name, "group", float(np.mean([m.row for m in members])),
+                    float(np.mean([m.position for m in members])), name, sum(m.influence for m in members),
+                    sum(m.value for m in members), members=tuple(m.key for m in members))
+        node.dashboard = group_html(node, members)
+        supernodes.append(node)
+    edges: dict[tuple[str, str], float] = {}
+    for source, target, weight in view.edges:
+        pair = (owner.get(source, source), owner.get(target, target))
+        if pair[0] != pair[1]:
+            edges[pair] = edges.get(pair, 0.0) + weight
+    return replace(view, nodes=[n for n in view.nodes if n.key not in owner] + supernodes,
+                   edges=[(s, t, w) for (s, t), w in edges.items()], unknown=unknown)
+
+
+# ---------------------------------------------------------------- the graph ------------------
+
+def places(nodes: list[Node]) -> dict[str, tuple[float, float]]:
+    """(x, y) of each node: its position and row, nodes sharing a cell in lines of PER_LINE, most influential
+    first, the lines stacked inside the row."""
+    cells: dict[tuple[float, float], list[Node]] = {}
+    for n in sorted(nodes, key=lambda n: -n.influence):
+        cells.setdefault((round(n.row, 3), round(n.position, 3)), []).append(n)
+    xy = {}
+    for (row, position), members in cells.items():
+        lines = math.ceil(len(members) / PER_LINE)
+        for i, n in enumerate(members):
+            line, slot = divmod(i, PER_LINE)
+            across = min(PER_LINE, len(members) - line * PER_LINE)
+            xy[n.key] = (position + (slot - (across - 1) / 2) * 0.2, row + (line - (lines - 1) / 2) * 0.22)
+    return xy
+
+
+def drawn_edges(view: CircuitView, limit: int = MAX_EDGES) -> list[tuple[str, str, float]]:
+    """The `limit` links holding the largest shares of their targets' input (|weight| / all |weights| into it)."""
+    into: dict[str, float] = {}
+    for _, target, weight in view.edges:
+        into[target] = into.get(target, 0.0) + abs(weight)
+    ranked = sorted(view.edges, key=lambda e: -abs(e[2]) / (into[e[1]] or 1.0))
+    return ranked[:limit]
+
+
+def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX_EDGES) -> go.Figure:
+    """The graph: positions left to right, layers bottom to top; hover a node for what it is (its dashboard in
+    the panel beside), click a feature to intervene on it."""
+    xy = places(view.nodes)
+    edges = drawn_edges(view, limit)
+    scale = PROJECTOR_SCALE if projector else 1.0
+    biggest = max((abs(w) for _, _, w in edges), default=1.0) or 1.0
+    traces = []
+    for sign, colour, name in ((1, UP, "link that excites (+)"), (-1, DOWN, "link that inhibits (−)")):
+        for b, width in enumerate(WIDTHS):
+            low, high = ([0.0] + list(BOUNDS))[b], (list(BOUNDS) + [math.inf])[b]
+            chosen = [(s, t) for s, t, w in edges if (w >= 0) == (sign > 0) and low <= abs(w) / biggest < high]
+            if not chosen:
+                continue
+            x = [v for s, t in chosen for v in (xy[s][0], xy[t][0], None)]
+            y = [v for s, t in chosen for v in (xy[s][1], xy[t][1], None)]
+            traces.append(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colour, width=width * scale),
+                                     opacity=0.55, hoverinfo="skip", name=name, legendgroup=name,
+                                     showlegend=not any(t.legendgroup == name for t in traces)))
+    top = max((n.influence for n in view.nodes if n.kind != "logit"), default=1.0) or 1.0
+    for kind, (symbol, colour, name) in KIND_STYLE.items():
+        nodes = [n for n in view.nodes if n.kind == kind]
+        if not nodes:
+            continue
+        size = [(22 if kind == "logit" else 7 + 15 * math.sqrt(n.influence / top)) * scale for n in nodes]
+        traces.append(go.Scatter(
+            x=[xy[n.key][0] for n in nodes], y=[xy[n.key][1] for n in nodes], mode="markers", name=name,
+            marker=dict(symbol=symbol, color=colour, size=size, line=dict(color="white", width=1)),
+            customdata=[[n.key, n.dashboard, summary(n, view)] for n in nodes],
+            hovertemplate="%{customdata[2]}<extra></extra>"))
+    T = len(view.pieces)
+    fig = figure(traces)
+    labels = [f"{p}: {visible(piece)}" for p, piece in enumerate(view.pieces)]
+    fig.update_xaxes(tickvals=list(range(T)), ticktext=labels, tickangle=-60 if T > 8 else 0, range=[-0.6, T - 0.4],
+                     showgrid=False, zeroline=False, title_text="position (token)")
+    fig.update_yaxes(tickvals=list(range(view.layers + 2)), range=[-0.6, view.layers + 1.6], zeroline=False,
+                     ticktext=["tokens"] + [f"layer {l}" for l in range(view.layers)] + ["logit"])
+    fig.update_layout(hovermode="closest", clickmode="event", dragmode="pan", hoverlabel_align="left",
+                      legend=dict(orientation="h", y=-0.35 if T > 8 else -0.2, x=0, yanchor="top"))
+    shown = f"{len(edges):,} strongest of {len(view.edges):,} links drawn" if len(view.edges) > len(edges) else \
+        f"{len(edges):,} links"
+    title = (f"Why {visible(view.target)} (p={view.prob:.3f}): {len(view.nodes)} nodes, {shown}. "
+             "Hover a node; click a feature to ablate or steer it")
+    return style(fig, title, filename="toyviz-circuit", projector=projector, height=560 + (90 if T > 8 else 0))
+
+
+def summary(node: Node, view: CircuitView) -> str:
+    """A node's hover line: what it is, where, how strong, how much of the target it carries."""
+    share = f"influence {node.influence:.1%}"
+    if node.kind == "feature":
+        layer, _, position = node.key.split("_")
+        return (f"layer {layer} feature #{feature_number(node)} at {position}: {visible(view.pieces[int(position)])}"
+                f"<br>{html.escape(node.label)}<br>activation {node.value:.2f} · {share} · id {node.key}")
+    if node.kind == "error":
+        layer, position = node.key.split("_")[1:]
+        return f"error node, layer {layer} at {position}: what the transcoder misses (norm {node.value:.2f}) · {share}"
+    if node.kind == "token":
+        return f"token {visible(node.label)} at {int(node.position)} (its embedding) · {share}"
+    if node.kind == "group":
+        return f"supernode {html.escape(node.key)}: {len(node.members)} features · {share}"
+    return f"target {visible(view.target)}: p = {view.prob:.3f}, logit − mean logit = {node.value:.2f}"
+
+
+# ---------------------------------------------------------------- the hover panel ------------
+
+PANEL_HINT = "<p><i>Hover a node of the graph to see its dashboard here; click a feature to ablate or steer it.</i></p>"
+
+
+SHADES = 5                    # activation levels a context's token is shaded in (classes o1 … o5 of PANEL_STYLE)
+# the panel's classes: a hundred dashboards travel with every graph, so their HTML names a class, not a style
+PANEL_STYLE = ("<style>.circuit-panel{font-size:0.95em;line-height:1.5}.circuit-head{margin-top:0.5em;font-weight:bold}"
+               + "".join(f".circuit-panel .o{i}{{background:rgba(230,85,13,{i / SHADES:.2f})}}" for i in range(1, SHADES + 1))
+               + f".circuit-panel .up,.circuit-panel .down{{display:inline-block;height:0.8em}}"
+               f".circuit-panel .up{{background:{UP}}}.circuit-panel .down{{background:{DOWN}}}"
+               ".circuit-panel td{padding:0 6px}</style>")
+
+
+def shade(act: float, top: float) -> int:
+    """A token's shade (0: none … SHADES) by the feature's activation there, as the Features tab's Oranges."""
+    return round(SHADES * max(0.0, min(1.0, act / top))) if top > 0 else 0
+
+
+def shaded(text: str, level: int, peak: bool) -> str:
+    """A context's token: plain where the feature is silent (most tokens: the panel's data stays small)."""
+    text = f"<b>{text}</b>" if peak else text
+    return f"<span class=o{level}>{text}</span>" if level else text
+
+
+def feature_html(node: Node, feature: int, board: Dashboard | None) -> str:
+    """A feature's dashboard as the Features tab draws it, in HTML the panel shows: its label, its strongest
+    held-out contexts (each token shaded by the activation there) and the tokens its direction promotes and
+    suppresses (blue and red bars)."""
+    layer, _, position = node.key.split("_")
+    head = (f"<div class='circuit-card'><b>Layer {layer}, feature #{feature}</b> {html.escape(node.label)}<br>"
+            f"here at position {position}: activation {node.value:.2f} · {node.influence:.1%} of the influence")
+    if board is None:
+        return head + "<br><i>No dashboard shipped for this feature.</i></div>"
+    head += f" · fires on {board.frequency:.2%} of held-out tokens (max {board.max_activation:.2f})"
+    rows = []
+    for c in board.contexts[:CONTEXTS]:
+        first = max(0, c.peak - BEFORE)
+        cells = "".join(shaded(visible(t), shade(a, board.max_activation), i == c.peak)
+                        for i, (t, a) in enumerate(zip(c.tokens, c.acts)) if first <= i <= c.peak + AFTER)
+        rows.append(f"<div class='circuit-context'>{cells} <small>{c.acts[c.peak]:.2f}</small></div>")
+    contexts = "".join(rows) or "<i>never fires on the held-out text</i>"
+    effects = board.promoted[:LOGIT_ROWS] + board.suppressed[:LOGIT_ROWS]
+    largest = max((abs(v) for _, _, v in effects), default=1.0) or 1.0
+    bars = "".join(
+        f"<tr><td>{visible(piece)}<td><i class={'up' if v >= 0 else 'down'} style=width:{80 * abs(v) / largest:.0f}px>"
+        f"</i><td>{v:+.2f}" for _, piece, v in effects)
+    return (f"{head}<div class='circuit-head'>Where it fires hardest (held-out text)</div>{contexts}"
+            f"<div class='circuit-head'>Tokens it promotes and suppresses (direct effect on the logit)</div>"
+            f"<table class='circuit-logits'>{bars}</table></div>")
+
+
+def other_html(node: Node, view: CircuitView) -> str:
+    """The panel for a node that is no feature: what it is, in words."""
+    text = summary(node, view)
+    if node.kind == "error":
+        text += ("<br>An error node has no inputs: whatever computes it is invisible to the graph. Where the largest "
+                 "links into a node come from error nodes, the transcoders do not explain it.")
+    return f"<div class='circuit-card'>{text}</div>"
+
+
+def group_html(node: Node, members: list[Node]) -> str:
+    listed = "".join(f"<li>{html.escape(m.key)}: {html.escape(m.label)} ({m.influence:.1%})</li>" for m in members)
+    return (f"<div class='circuit-card'><b>Supernode {html.escape(node.key)}</b>: {len(members)} features, "
+            f"{node.influence:.1%} of the influence<ul>{listed}</ul></div>")
+
+
+# The panel's script (js_on_load of the HTML beside the graph: `element` is it). Every graph drawn into
+# #circuit-graph-plot gets two listeners: a hover writes the node's dashboard (customdata[1]) into the panel, a
+# click on a feature puts its id into #circuit-node and presses #circuit-intervene. No request for a hover.
+PAGE_SCRIPT = """
+const attach = () => {
+  const graph = document.querySelector('#circuit-graph-plot .js-plotly-plot');
+  if (!graph || !graph.on || graph.dataset.circuitWired === '1') return;
+  graph.dataset.circuitWired = '1';
+  graph.on('plotly_hover', (event) => {
+    const data = event.points[0].customdata;
+    const panel = element.querySelector('.circuit-panel') || element;
+    if (data && data[1]) panel.innerHTML = data[1];
+  });
+  graph.on('plotly_click', (event) => {
+    const data = event.points[0].customdata;
+    const box = document.querySelector('#circuit-node textarea, #circuit-node input');
+    if (!data || !box || !/^\\d+_\\d+_\\d+$/.test(data[0])) return;
+    box.value = data[0];
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+    setTimeout(() => document.getElementById('circuit-intervene')?.click(), 50);
+  });
+};
+new MutationObserver(attach).observe(document.body, {childList: true, subtree: true});
+attach();
+"""
+
+
+def panel(view: CircuitView) -> str:
+    """The panel's first content: the hint, then the most influential feature's dashboard."""
+    features = sorted((n for n in view.nodes if n.kind in ("feature", "group")), key=lambda n: -n.influence)
+    return f"{PANEL_STYLE}<div class='circuit-panel'>{PANEL_HINT}{features[0].dashboard if features else ''}</div>"
+
+
+# ---------------------------------------------------------------- an intervention ------------
+
+def predicted_prob(prob: float, logit_change: float) -> float:
+    """The target's probability if its logit alone moved by logit_change (the graph predicts that one logit)."""
+    up = prob * math.exp(logit_change)
+    return up / (1 - prob + up)
+
+
+def intervention_figure(node: str, scale: float, target: str, result, *, projector: bool = False) -> go.Figure:
+    """The target's probability before, as the graph predicts it after the feature is scaled, and as the real
+    GPT gives it; the logit changes on the bars. `result`: toyviz.interpret.circuits.intervene.Intervention."""
+    what = "Ablated" if scale == 0 else f"Scaled × {scale:g}"
+    predicted = predicted_prob(result.prob_before, result.predicted_logit_change)
+    names = ["before", "the graph predicts", "the real GPT"]
+    probs = [result.prob_before, predicted, result.prob_after]
+    changes = ["", f"logit {result.predicted_logit_change:+.2f}", f"logit {result.real_logit_change:+.2f}"]
+    fig = figure(go.Bar(y=names, x=probs, orientation="h", marker_color=["#bdbdbd", "#e6550d", "#2166ac"],
+                        text=[f"p = {p:.3f} {c}" for p, c in zip(probs, changes)], textposition="outside",
+                        cliponaxis=False, hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    fig.update_xaxes(range=[0, 1.25], title_text=f"probability of {visible(target)}")
+    fig.update_yaxes(autorange="reversed")
+    title = f"{what}: feature {node}. p({visible(target)}) {result.prob_before:.3f} → {result.prob_after:.3f} in the GPT"
+    return style(fig, title, filename=f"toyviz-circuit-{node}", projector=projector, height=260)
