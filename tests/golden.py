@@ -19,6 +19,7 @@ import torch
 
 import toyviz
 from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.models.names import Name
 from toyviz.models.trace import PerHead
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "shipped.pt"
@@ -32,6 +33,12 @@ def checkpoint_hashes() -> dict[str, str]:
             for kind in ("gpt", "translator")}
 
 
+def as_recorded(x):
+    """A name as the outputs were recorded, before issue 42 gave names their grammar: its label ("attn.0",
+    "block0.ln1", "resid_pre.0" are what those names were); anything else as it is."""
+    return x.label if isinstance(x, Name) else x
+
+
 def flatten(obj, prefix: str = "") -> dict:
     """Every tensor, number and string in nested dataclasses, mappings, lists and tuples → {path: value}."""
     if isinstance(obj, PerHead):                   # a trace's per-head tensors, under their old field names
@@ -40,9 +47,11 @@ def flatten(obj, prefix: str = "") -> dict:
     if dataclasses.is_dataclass(obj):
         obj = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     if isinstance(obj, Mapping):                   # dicts, and a trace's NormStats
-        return {k: v for key, value in obj.items() for k, v in flatten(value, f"{prefix}{key}.").items()}
+        return {k: v for key, value in obj.items() for k, v in flatten(value, f"{prefix}{as_recorded(key)}.").items()}
     if isinstance(obj, (list, tuple)) and not all(isinstance(x, (int, float, str)) for x in obj):
         return {k: v for i, value in enumerate(obj) for k, v in flatten(value, f"{prefix}{i}.").items()}
+    if isinstance(obj, list):
+        obj = [as_recorded(x) for x in obj]
     if isinstance(obj, torch.Tensor):
         obj = fingerprint(obj)
     return {prefix.rstrip("."): obj}

@@ -96,7 +96,7 @@ def test_attribution_adds_up_to_the_logit_minus_the_mean_logit(any_gpt):
     assert c.target == pytest.approx(float(logits[c.token] - logits.mean()), abs=1e-4)
     assert float(c.attribution.double().sum()) == pytest.approx(c.target, abs=1e-4)
     n = gpt.config.n_layer
-    assert len(c.names) == 1 + n * (gpt.config.n_head + 2) + 1 + sum("norm." in k for k in gpt.trace(TEXT).residual_parts)
+    assert len(c.names) == 1 + n * (gpt.config.n_head + 2) + 1 + sum(k.point == "change" for k in gpt.trace(TEXT).residual_parts)
 
 
 def test_ablation_effects_equal_separate_traced_runs(sharp):

@@ -100,7 +100,7 @@ def test_removing_the_parallel_gradient_leaves_a_tangent_step():
     assert (sae.W_dec.grad * sae.W_dec).sum(-1).abs().max() < 1e-5
 
 
-@pytest.mark.parametrize("site_name", ["resid_post.0", "resid_post.1", "mlp.0.hidden", "mlp.1.hidden"])
+@pytest.mark.parametrize("site_name", ["block0.resid_post", "block1.resid_post", "block0.mlp.hidden", "mlp.1.hidden"])
 def test_an_identity_dictionary_spliced_in_gives_the_models_own_logits(tiny_gpt, site_name):
     site = sites.parse(site_name, tiny_gpt.config)
     sae = identity_dictionary(site.width(tiny_gpt.config), site_name).to(tiny_gpt.device)
@@ -119,15 +119,18 @@ def test_sites_read_what_a_trace_records(tiny_gpt):
     ids = tiny_gpt.encode("To be, or not to be, that is the question")[0]
     trace = tiny_gpt.trace("To be, or not to be, that is the question")
     idx = torch.tensor([ids], device=tiny_gpt.device)
-    resid = sites.read(tiny_gpt.model, idx, sites.parse("resid_post.0", tiny_gpt.config))[0]
+    resid = sites.read(tiny_gpt.model, idx, sites.parse("block0.resid_post", tiny_gpt.config))[0]
     assert torch.allclose(resid, trace.layernorms["block1.ln1"]["input"], atol=1e-6)
-    hidden = sites.read(tiny_gpt.model, idx, sites.parse("mlp.1.hidden", tiny_gpt.config))[0]
+    hidden = sites.read(tiny_gpt.model, idx, sites.parse("block1.mlp.hidden", tiny_gpt.config))[0]
     block = tiny_gpt.model.blocks[1]
     assert torch.allclose(hidden, block.mlp.hidden(trace.layernorms["block1.ln2"]["output"]), atol=1e-6)
     with pytest.raises(ValueError, match="no layer 2"):
-        sites.parse("resid_post.2", tiny_gpt.config)
+        sites.parse("block2.resid_post", tiny_gpt.config)
     with pytest.raises(ValueError, match="a site is"):
-        sites.parse("mlp.1", tiny_gpt.config)
+        sites.parse("block1.mlp", tiny_gpt.config)
+    with pytest.raises(ValueError, match="is not a name"):
+        sites.parse("resid_post", tiny_gpt.config)
+    assert sites.parse("resid_post.1", tiny_gpt.config) == sites.parse("block1.resid_post", tiny_gpt.config)
 
 
 def test_steering_with_alpha_zero_is_plain_generation(tiny_features, tiny_gpt):
@@ -224,6 +227,8 @@ def test_the_shipped_dictionary_meets_the_bars_and_stays_small():
     metrics = json.loads((SHIPPED / "metrics.json").read_text())
     gpt_width = json.loads((SHIPPED.parent / "config.json").read_text())
     site = sites.parse(metrics["site"], toyviz.GPTConfig(**gpt_width))
+    stored = json.loads((SHIPPED / "sae.json").read_text())["site"]       # written before issue 42's names
+    assert (stored, sites.parse(stored, toyviz.GPTConfig(**gpt_width)).name) == ("resid_post.1", "block1.resid_post")
     assert metrics["width"] >= 4 * site.width(toyviz.GPTConfig(**gpt_width))
     assert metrics["fve"] >= 0.8 and metrics["ce_recovered"] >= 0.8
     assert metrics["l0"] <= 32 and metrics["dead"] < 0.1

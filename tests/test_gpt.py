@@ -3,6 +3,7 @@ import dataclasses
 import pytest
 import torch
 
+from toyviz.models import names
 from toyviz.models.config import GPTConfig
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.hooks import ablation
@@ -24,7 +25,7 @@ def test_trace_changes_nothing_and_residual_parts_add_up(kw):
     plain, _ = m(torch.tensor([ids]))
     tr = m.trace(ids)
     assert torch.allclose(plain[0], tr.logits, atol=1e-5)
-    assert list(tr.residual_parts)[:3] == ["embed", "attn.0", "norm.attn.0" if kw["norm"] == "post" else "mlp.0"]
+    assert list(tr.residual_parts)[:3] == ["embed", "block0.attn", "block0.ln1.change" if kw["norm"] == "post" else "block0.mlp"]
     total = sum(tr.residual_parts.values())
     assert (total - tr.residual_final).abs().max() <= 1e-4
     # the recorded final stream really is what the final norm read
@@ -77,9 +78,9 @@ def test_zero_ablating_a_head_removes_exactly_its_write():
     m = model()
     ids = torch.randint(0, 97, (12,)).tolist()
     base = m.trace(ids)
-    ablated = m.trace(ids, ablate={"attn.0": {2: "zero"}})
-    expected = base.residual_parts["attn.0"] - base.head_writes[0, 2]
-    assert torch.allclose(ablated.residual_parts["attn.0"], expected, atol=1e-5)
+    ablated = m.trace(ids, ablate={names.attn(0): {2: "zero"}})
+    expected = base.residual_parts[names.attn(0)] - base.head_writes[0, 2]
+    assert torch.allclose(ablated.residual_parts[names.attn(0)], expected, atol=1e-5)
     assert not torch.allclose(ablated.logits, base.logits, atol=1e-4)
     # later layers see the changed stream, earlier ones do not
     assert torch.equal(ablated.residual_parts["embed"], base.residual_parts["embed"])
@@ -88,7 +89,7 @@ def test_zero_ablating_a_head_removes_exactly_its_write():
 def test_mean_ablation_replaces_head_output_by_its_mean():
     m = model()
     ids = torch.randint(0, 97, (12,)).tolist()
-    tr = m.trace(ids, ablate={"attn.1": {0: "mean"}})
+    tr = m.trace(ids, ablate={names.attn(1): {0: "mean"}})
     out = tr.head_out[1, 0]
     assert torch.allclose(out, out.mean(0, keepdim=True).expand_as(out), atol=1e-6)
 
@@ -98,20 +99,20 @@ def test_ablation_hooks_give_the_same_logits_fused_or_traced(kw):
     """The fused path and the recorded path switch the same heads off: same logits either way."""
     m = model(**kw)
     ids = torch.randint(0, 97, (16,)).tolist()
-    ablate = {"attn.0": {1: "zero"}, "attn.1": {0: "mean", 3: "zero"}}
+    ablate = {names.attn(0): {1: "zero"}, names.attn(1): {0: "mean", 3: "zero"}}
     plain, _ = m(torch.tensor([ids]), hooks=ablation(ablate))
     traced = m.trace(ids, ablate=ablate)
     assert torch.allclose(plain[0], traced.logits, atol=1e-5)
     assert not torch.allclose(plain, m(torch.tensor([ids]))[0], atol=1e-4)
     assert traced.ablated == ablate
     with pytest.raises(ValueError, match="zero"):
-        m(torch.tensor([ids]), hooks=ablation({"attn.0": {1: "half"}}))
+        m(torch.tensor([ids]), hooks=ablation({names.attn(0): {1: "half"}}))
 
 
 def test_ablation_in_training_mode_still_backpropagates():
     m = model().train()
     idx = torch.randint(0, 97, (2, 12))
-    _, loss = m(idx, idx, hooks=ablation({"attn.1": {2: "mean"}}))
+    _, loss = m(idx, idx, hooks=ablation({names.attn(1): {2: "mean"}}))
     loss.backward()
     assert m.blocks[0].attn.q.weight.grad.abs().sum() > 0
 
@@ -135,7 +136,7 @@ def test_head_writes_plus_bias_equal_attention_write():
     assert tr.attn_out_bias.shape == (2, m.config.d_model)
     for layer in range(2):
         total = tr.head_writes[layer].sum(0) + tr.attn_out_bias[layer]
-        assert (total - tr.residual_parts[f"attn.{layer}"]).abs().max() <= 1e-4
+        assert (total - tr.residual_parts[names.attn(layer)]).abs().max() <= 1e-4
 
 
 def test_learned_positions_refuse_to_extrapolate_with_a_clear_message():

@@ -1,7 +1,5 @@
 """The one hook mechanism: an empty map changes nothing, reading changes nothing, every point the
 forward passes has a name from toyviz.models.names, and edits act where their name says."""
-import re
-
 import pytest
 import torch
 
@@ -9,12 +7,6 @@ from conftest import tiny_gpt_config
 from toyviz.models import names
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.hooks import Record, ablation, chain, replace, steering
-
-# every point a forward pass may name (toyviz.models.names' module docstring), with the stack prefix
-POINT = re.compile(r"((enc|dec)\.)?(embed\.tokens|embed|final|ln_f(\.input)?|resid_(pre|post)\.\d+"
-                   r"|(attn|cross)\.\d+(\.(q|k|v|scores|pattern|heads))?|mlp\.\d+(\.hidden)?"
-                   r"|block\d+\.(ln1|ln_cross|ln2)(\.input)?)$")
-
 
 @pytest.fixture(params=[{}, {"positional": "rope", "norm": "post", "feed_forward": "swiglu"},
                         {"positional": "learned", "bias": False}])
@@ -27,7 +19,8 @@ def test_no_hooks_an_empty_map_and_hooks_that_only_read_leave_the_logits_bit_ide
     idx = torch.randint(0, 97, (2, 11))
     plain = model(idx)[0]
     assert torch.equal(model(idx, hooks={})[0], plain)
-    reads = {name: (lambda t: None) for name in ("embed", "resid_pre.1", "attn.0.heads", "mlp.1", "final")}
+    reads = {name: (lambda t: None) for name in (names.EMBED, names.resid_pre(1), names.heads(names.attn(0)),
+                                                 names.mlp(1), names.FINAL)}
     assert torch.equal(model(idx, hooks=reads)[0], plain)
 
 
@@ -36,7 +29,8 @@ def test_recording_every_point_changes_the_logits_by_float_rounding_only(model):
     record = Record()
     recorded = model(idx, hooks=record)[0]            # the explicit attention path: same maths, other kernels
     torch.testing.assert_close(recorded, model(idx)[0], rtol=1e-5, atol=1e-5)
-    unnamed = [name for name in record.values if not POINT.match(name)]
+    unnamed = [name for name in record.values if not isinstance(name, names.Name) or names.parse(str(name)) != name
+               or name.head is not None or name.point in ("bias", "change")]    # terms of attribution, not points
     assert not unnamed, unnamed
     L = model.config.n_layer
     for i in range(L):
@@ -64,7 +58,7 @@ def test_ablation_names_its_kind_and_heads_are_zeroed_where_the_trace_sees_them(
     with pytest.raises(ValueError, match="zero"):
         ablation({"attn.0": {0: "half"}})
     ids = torch.randint(0, 97, (8,)).tolist()
-    trace = model.trace(ids, ablate={"attn.1": {2: "zero"}})
+    trace = model.trace(ids, ablate={names.attn(1): {2: "zero"}})
     assert torch.all(trace.head_out[1, 2] == 0) and torch.any(trace.head_out[1, 1] != 0)
 
 
@@ -75,7 +69,20 @@ def test_the_translator_takes_the_same_hooks_under_its_stacks_prefix(tiny_transl
     assert torch.equal(model(src, tgt, hooks={}), plain)
     record = Record()
     model(src, tgt, hooks=record)
-    assert all(POINT.match(name) for name in record.values)
-    assert {"enc.embed", "dec.cross.0.pattern", "dec.final"} <= record.values.keys()
-    zeroed = model(src, tgt, hooks=replace("dec.cross.0", "zero"))
+    assert all(isinstance(name, names.Name) and name.stack in (names.ENCODER, names.DECODER) for name in record.values)
+    assert {"enc.embed", "dec.block0.cross.pattern", "dec.final"} <= record.values.keys()
+    zeroed = model(src, tgt, hooks=replace(names.in_stack(names.DECODER, names.cross(0)), "zero"))
     assert not torch.allclose(zeroed, plain)
+
+
+def test_a_callers_hooks_may_use_the_old_names_and_a_malformed_one_is_refused(model):
+    """Code and notebooks written before issue 42 keyed hooks "mlp.0", "attn.1.heads": they still act."""
+    idx = torch.randint(0, 97, (1, 9))
+    old, new = Record(), Record()
+    model(idx, hooks=chain({"mlp.0": torch.zeros_like}, old))
+    model(idx, hooks=chain(replace(names.mlp(0), "zero"), new))
+    assert torch.equal(old.values[names.resid_post(1)], new.values[names.resid_post(1)])
+    assert torch.equal(model(idx, hooks=ablation({"attn.1": {0: "zero"}}))[0],
+                       model(idx, hooks=ablation({names.attn(1): {0: "zero"}}))[0])
+    with pytest.raises(ValueError, match="'mlp.0.hiden' is not a name"):
+        model(idx, hooks={"mlp.0.hiden": torch.zeros_like})

@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from toyviz.models import names
 from toyviz.models.hooks import Record, ablation, chain
 from toyviz.models.layers import MultiHeadAttention, apply_rope, rope_angles, rotation, sinusoidal_encoding
 
@@ -31,10 +32,10 @@ def _attention(causal, key_keep=None, T=6, ablate=None):
     torch.manual_seed(0)
     attn = MultiHeadAttention(32, 4).eval()
     x = torch.randn(2, T, 32)
-    record, edits = Record(), ablation({"attn": ablate} if ablate else None)
-    traced = attn(x, causal=causal, key_keep=key_keep, hooks=chain(edits, record), name="attn")
-    fused = attn(x, causal=causal, key_keep=key_keep, hooks=edits, name="attn")
-    return {name.split(".")[1]: value[0] for name, value in record.values.items()}, traced, fused
+    record, edits = Record(), ablation({names.attn(0): ablate} if ablate else None)
+    traced = attn(x, causal=causal, key_keep=key_keep, hooks=chain(edits, record), name=names.attn(0))
+    fused = attn(x, causal=causal, key_keep=key_keep, hooks=edits, name=names.attn(0))
+    return {name.point: value[0] for name, value in record.values.items()}, traced, fused
 
 
 def test_causal_rows_sum_to_one_and_never_look_ahead():

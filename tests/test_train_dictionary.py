@@ -24,7 +24,7 @@ def loss(logits, y) -> float:
 
 
 def run_with_block_0(model, x, change=None):
-    """Logits of windows x, and the stream after block 0 ("resid_post.0"), optionally changed at every
+    """Logits of windows x, and the stream after block 0 ("block0.resid_post"), optionally changed at every
     position but the BOS before the next block reads it."""
     seen = []
 
@@ -45,7 +45,7 @@ def test_the_trainer_saves_a_dictionary_that_does_what_its_metrics_say(tiny_chec
     monkeypatch.setattr(shakespeare, "load_works", lambda fetch=True: {
         "hamlet": HELD_OUT, "tempest": ENGLISH, "twelfth_night": HELD_OUT})
     out = tmp_path / "features"
-    metrics = dictionary.main(["--gpt", str(tiny_checkpoints["gpt"]), "--site", "resid_post.0", "--width", "64",
+    metrics = dictionary.main(["--gpt", str(tiny_checkpoints["gpt"]), "--site", "block0.resid_post", "--width", "64",
                                      "--k", "4", "--tokens", "3000", "--steps", "60", "--batch", "256", "--lr", "3e-3",
                                      "--ce-windows", str(CE_WINDOWS), "--out", str(out), "--device", "cpu"])
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])          # the last line: the metrics
@@ -54,7 +54,7 @@ def test_the_trainer_saves_a_dictionary_that_does_what_its_metrics_say(tiny_chec
     gpt = toyviz.load(str(tiny_checkpoints["gpt"]), device="cpu")
     features = toyviz.load_features(gpt, out)
     sae = features.sae
-    assert (features.site.name, len(features), sae.config.k) == ("resid_post.0", 64, 4)
+    assert (features.site.name, len(features), sae.config.k) == ("block0.resid_post", 64, 4)
 
     # the held-out plays as the command reads them: whole windows, each BOS + all but its last token
     ids, T = gpt.tokenizer.encode(shakespeare.split(shakespeare.load_works())[1]), gpt.config.context

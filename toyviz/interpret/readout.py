@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from toyviz.models.names import EMBED, LN_F, layer_of, parse
+from toyviz.models.names import EMBED, LN_F, Name, bias, head, layer_of
 from toyviz.models.trace import Trace
 
 
@@ -39,9 +39,17 @@ def logit_lens_top(trace: Trace, model) -> tuple[list[str], np.ndarray, np.ndarr
     return names, top.indices.cpu().numpy(), top.values.cpu().numpy()
 
 
-@torch.no_grad()
 def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int | None = None, *,
                              minus_mean: bool = False) -> dict[str, float]:
+    """`contributions` by each term's label, as figures show them: "embed", "L0 H0" … "L0 attn bias",
+    "mlp.0", …, "ln_f β"."""
+    return {name.label: value for name, value in contributions(trace, model, position, token,
+                                                               minus_mean=minus_mean).items()}
+
+
+@torch.no_grad()
+def contributions(trace: Trace, model, position: int = -1, token: int | None = None, *,
+                  minus_mean: bool = False) -> dict[Name, float]:
     """How much each write adds to one logit (default: the predicted next token at `position`), or
     with `minus_mean` to that logit minus the mean logit over the vocabulary.
 
@@ -56,7 +64,8 @@ def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int
     it belongs to no head). The identity is exact for this pass; what is a linearisation is reading
     a term as "what that write caused": std(x) is held fixed, whereas removing a write would change
     it and every later layer (under post-norm, every later norm too: those corrections appear as
-    the "norm.…" terms). Keys: "embed", "L0 H0" … "L0 attn bias", "mlp.0", …, "ln_f β".
+    the "block{i}.ln1.change" … terms). Keys (toyviz.models.names): "embed", each head "block0.attn.heads.0" …,
+    W_O's bias "block0.attn.bias", "block0.mlp", …, the final norm's β "ln_f.bias".
     """
     ln = trace.layernorms[LN_F]
     token = int(trace.logits[position].argmax()) if token is None else int(token)
@@ -66,12 +75,12 @@ def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int
     contrib = lambda v: float(((v.double() - v.double().mean()) * direction).sum())
     out = {}
     for name, part in trace.residual_parts.items():
-        if parse(name).kind == "attn":
+        if name.component == "attn":
             layer = layer_of(name)
             for h in range(trace.n_head):
-                out[f"L{layer} H{h}"] = contrib(trace.head_writes[layer, h, position])
-            out[f"L{layer} attn bias"] = contrib(trace.attn_out_bias[layer])
+                out[head(layer, h)] = contrib(trace.head_writes[layer, h, position])
+            out[bias(name)] = contrib(trace.attn_out_bias[layer])
         else:
             out[name] = contrib(part[position])
-    out["ln_f β"] = float(u @ ln["bias"].double())
+    out[bias(LN_F)] = float(u @ ln["bias"].double())
     return out

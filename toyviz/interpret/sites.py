@@ -1,8 +1,8 @@
 """Where a sparse autoencoder reads a (pre-norm) GPT, and how its features go back in: two of the
 forward's hook points (toyviz.models.names),
 
-    "resid_post.<i>"    the residual stream leaving block i         (B, T, d_model)
-    "mlp.<i>.hidden"    block i's feed-forward hidden activations  (B, T, d_ff), what its down-projection reads
+    "block<i>.resid_post"    the residual stream leaving block i         (B, T, d_model)
+    "block<i>.mlp.hidden"    block i's feed-forward hidden activations  (B, T, d_ff), what its down-projection reads
 
 `read` keeps a site's activations (stopping the pass there); `splice` runs the whole pass with them
 replaced (by an autoencoder's reconstruction, or zeros), and is the model's own forward when the
@@ -11,41 +11,43 @@ it amounts to in the stream leaving block i, which steering adds (toyviz.models.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from toyviz.models import names
-
-PATTERN = re.compile(r"resid_post\.(\d+)$|mlp\.(\d+)\.hidden$")
+from toyviz.models.names import Name
 
 
 @dataclass(frozen=True)
 class Site:
-    kind: str       # "resid" or "mlp"
-    layer: int
+    name: Name      # names.resid_post(i) or names.hidden(i)
 
     @property
-    def name(self) -> str:
-        return names.resid_post(self.layer) if self.kind == "resid" else names.hidden(self.layer)
+    def layer(self) -> int:
+        return self.name.layer
+
+    @property
+    def in_stream(self) -> bool:
+        """The stream leaving the block (else the MLP's hidden activations)."""
+        return self.name.component == "resid_post"
 
     def width(self, config) -> int:
-        return config.d_model if self.kind == "resid" else config.d_ff
+        return config.d_model if self.in_stream else config.d_ff
 
 
-def parse(name: str, config) -> Site:
-    """"resid_post.1" / "mlp.1.hidden" → Site, checked against a GPTConfig."""
-    match = PATTERN.match(name)
-    if match is None:
-        raise ValueError(f"a site is 'resid_post.<layer>' or 'mlp.<layer>.hidden', not {name!r}")
-    kind, layer = ("resid", match[1]) if match[1] else ("mlp", match[2])
-    if not 0 <= int(layer) < config.n_layer:
-        raise ValueError(f"no layer {layer} in a {config.n_layer}-layer model")
+def parse(text: str, config) -> Site:
+    """"block1.resid_post" / "block1.mlp.hidden" (or their older forms "resid_post.1" / "mlp.1.hidden", which
+    shipped dictionaries store) → Site, checked against a GPTConfig."""
+    name = names.parse(text)
+    if name.layer is None or name not in (names.resid_post(name.layer), names.hidden(name.layer)):
+        raise ValueError(f"a site is 'block<layer>.resid_post' or 'block<layer>.mlp.hidden', not {text!r}")
+    if not 0 <= name.layer < config.n_layer:
+        raise ValueError(f"no layer {name.layer} in a {config.n_layer}-layer model")
     if config.norm != "pre":
         raise ValueError("sites are defined for pre-norm GPTs (a post-norm block normalises the stream itself)")
-    return Site(kind, int(layer))
+    return Site(name)
 
 
 class _Reached(Exception):
@@ -76,8 +78,8 @@ def splice(model, idx: torch.Tensor, site: Site, replace: Callable[[torch.Tensor
 @torch.no_grad()
 def stream_vector(model, site: Site, direction: torch.Tensor) -> torch.Tensor:
     """A direction at the site (width,) → the vector (d_model,) that adding it amounts to in the stream
-    leaving block site.layer: itself for "resid"; for "mlp" its image through the down-projection,
+    leaving block site.layer: itself in the stream; for the MLP's hidden activations its image through the down-projection,
     W_down · direction without the bias, since down(h + d) = down(h) + W_down d."""
-    if site.kind == "resid":
+    if site.in_stream:
         return direction
     return model.blocks[site.layer].mlp.down.weight @ direction

@@ -1,7 +1,7 @@
 """Transcoders: each block's feed-forward replaced by a sparse sum of learned features.
 
 A transcoder of layer i reads what the MLP reads (the output of the block's second LayerNorm,
-"block{i}.ln2") and predicts what the MLP writes into the stream ("mlp.i"):
+"block{i}.ln2") and predicts what the MLP writes into the stream ("block{i}.mlp"):
 
     f = TopK(x W_enc + b_enc)                  the k largest pre-activations kept (negative ones dropped)
     ŷ = Σ_i f_i d_i + b_dec                    each active feature writes its activation × its direction d_i

@@ -16,7 +16,7 @@ from huggingface_hub import PyTorchModelHubMixin
 
 from toyviz.models import names
 from toyviz.models.config import GPTConfig
-from toyviz.models.hooks import Record, ablation, at, chain, steering
+from toyviz.models.hooks import Record, ablation, at, chain, named, steering
 from toyviz.models.layers import Block, KVCache, dropped, rope_angles, rotation, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
 from toyviz.models.trace import PerHead, Pieces, Recorded, Trace, numbered
@@ -119,6 +119,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         (toyviz.models.hooks: ablation, steering, patching, recording); None leaves it untouched.
         """
         causal = self.config.causal if causal is None else causal
+        hooks = named(hooks)
         x, rope = self.embed(idx, cache.length if cache is not None else 0, hooks)
         for i, block in enumerate(self.blocks):
             x = block(x, index=i, causal=causal, rope=rope, cache=cache, hooks=hooks)
@@ -133,7 +134,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
     def trace(self, ids: list[int], *, pieces: Pieces = numbered, truncated: int = 0,
               causal: bool | None = None, ablate: dict[str, dict[int, str]] | None = None) -> Trace:
         """One recorded forward pass over ids (≤ context) → the complete Trace of what it computed;
-        `ablate` switches heads off first ({"attn.1": {0: "zero"}}), so the trace shows what was used.
+        `ablate` switches heads off first ({"block1.attn": {0: "zero"}}), so the trace shows what was used.
 
         The model has no tokenizer: `pieces` names the ids (the API passes its tokenizer's) and
         `truncated` is how many prompt tokens the caller dropped to fit the context.
@@ -150,7 +151,8 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             attention=seen.stacked(layers, "pattern"), per_head=PerHead(seen, layers),
             attn_out_bias=seen.attn_bias(layers), attn_inputs=seen.attn_inputs(layers),
             residual_parts=seen.writes(), residual_final=seen[names.FINAL],
-            layernorms=seen.norms(self.ln_f), logits=logits[0], causal=causal, ablated=ablate or {},
+            layernorms=seen.norms(self.ln_f), logits=logits[0], causal=causal,
+            ablated={names.parse(attention): heads for attention, heads in (ablate or {}).items()},
             truncated=truncated,
             rope_angles=rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None)
 

@@ -2,7 +2,7 @@
 
 Both models pass every named activation (toyviz.models.names lists the points) through `at`:
 
-    x = at(hooks, "resid_pre.2", x)
+    x = at(hooks, names.resid_pre(2), x)         # the point "block2.resid_pre"
 
 and go on with whatever the hook returned (None: the value unchanged). The mapping is an argument of
 each call, never state on the module, so one shared model serves many threads, each with its own
@@ -12,7 +12,9 @@ steering, activation patching, integrated gradients, a sparse autoencoder's read
 translator's source saliency.
 
 A mapping may be any object with `get(name)` and `in`: `Record` answers every point, `scoped` adds a
-stack's prefix ("enc.", "dec."), `chain` runs several mappings' hooks one after another.
+stack's prefix ("enc.", "dec."), `chain` runs several mappings' hooks one after another. A caller's
+plain dict is read through `named` where the models take it, so its keys may be any form
+toyviz.models.names parses (the older "attn.1.pattern" too), and a malformed one is refused.
 """
 from __future__ import annotations
 
@@ -35,6 +37,14 @@ def at(hooks: Hooks | None, name: str, x: torch.Tensor) -> torch.Tensor:
         return x
     out = hook(x)
     return x if out is None else out
+
+
+def named(hooks: Hooks | None) -> Hooks | None:
+    """A caller's {name: hook} keyed by Names (old forms read, a malformed name refused); the mappings
+    below ask by Name already and pass as they are."""
+    if isinstance(hooks, dict):
+        return {names.parse(name): hook for name, hook in hooks.items()}
+    return hooks
 
 
 def wants(hooks: Hooks | None, *points: str) -> bool:
@@ -65,16 +75,16 @@ class scoped:
     """The hooks of one stack of the translator: point `name` is `prefix + name` in `hooks`."""
 
     def __init__(self, hooks: Hooks | None, prefix: str):
-        self.hooks, self.prefix = hooks, prefix
+        self.hooks, self.prefix = named(hooks), prefix
 
     def __contains__(self, name: str) -> bool:
-        return self.prefix + name in self.hooks
+        return names.in_stack(self.prefix, name) in self.hooks
 
     def __bool__(self) -> bool:
         return bool(self.hooks)
 
     def get(self, name: str) -> Hook | None:
-        return self.hooks.get(self.prefix + name)
+        return self.hooks.get(names.in_stack(self.prefix, name))
 
 
 def scope(hooks: Hooks | None, prefix: str) -> Hooks | None:
@@ -86,7 +96,7 @@ class chain:
     (an ablation first, then a Record: the trace keeps what the model used)."""
 
     def __init__(self, *mappings: Hooks | None):
-        self.mappings = [m for m in mappings if m]
+        self.mappings = [named(m) for m in mappings if m]
 
     def __contains__(self, name: str) -> bool:
         return any(name in m for m in self.mappings)
@@ -124,7 +134,7 @@ def ablate_heads(out: torch.Tensor, heads: dict[int, str]) -> torch.Tensor:
 
 
 def ablation(ablate: dict[str, dict[int, str]] | None) -> dict[str, Hook]:
-    """{"attn.1": {0: "zero", 3: "mean"}} → hooks that switch those heads off."""
+    """{"block1.attn": {0: "zero", 3: "mean"}} → hooks that switch those heads off."""
     for heads in (ablate or {}).values():
         for kind in heads.values():
             if kind not in ABLATIONS:

@@ -149,10 +149,10 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)
 
     def forward(self, x, memory=None, *, causal=False, key_keep=None, rope=None,
-                cache: KVCache | None = None, layer: int = 0, hooks=None, name: str = "attn"):
+                cache: KVCache | None = None, layer: int = 0, hooks=None, name: str | None = None):
         """x: (B, Tq, C); memory: (B, Tk, C) or None; key_keep: (B, Tk) bool, False = padding;
         rope: the `rotation` of the query positions (keys get theirs when first computed);
-        hooks at name + ".q", ".k", ".v", ".scores", ".pattern", ".heads" (toyviz.models.names)."""
+        hooks at the points of `name` ("block1.attn.q", … ".pattern", ".heads": toyviz.models.names)."""
         B, Tq, C = x.shape
         q = self._heads(self.q(x))
         if memory is not None and cache is not None and layer in cache.memory:
@@ -178,7 +178,8 @@ class MultiHeadAttention(nn.Module):
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=self._allowed(causal, key_keep, Tq, Tk, x.device),
                                                dropout_p=self.dropout if self.training else 0.0)
-        y = at(hooks, names.heads(name), y)                              # (B, nh, Tq, hs)
+        if hooks:
+            y = at(hooks, names.heads(name), y)                          # (B, nh, Tq, hs)
         y = y.transpose(1, 2).contiguous().view(y.shape[0], Tq, C)      # re-assemble heads
         return self.o(y)
 
@@ -216,8 +217,11 @@ class FeedForward(nn.Module):
             return F.silu(self.gate(x)) * self.up(x)
         return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
 
-    def forward(self, x, hooks=None, name: str = "mlp"):  # (B, T, C) -> (B, T, C)
-        return dropped(self.drop, self.down(at(hooks, f"{name}.hidden", self.hidden(x))))
+    def forward(self, x, hooks=None, name: str | None = None):  # (B, T, C) -> (B, T, C); name: the block's "block{i}.mlp"
+        h = self.hidden(x)
+        if hooks:
+            h = at(hooks, names.part(name, "hidden"), h)
+        return dropped(self.drop, self.down(h))
 
 
 class Block(nn.Module):
@@ -225,7 +229,7 @@ class Block(nn.Module):
 
     Each sub-layer adds its output to the residual stream. Pre-norm (GPT-2) normalises the
     sub-layer's input; post-norm (the 2017 paper) normalises the stream after the add, so there
-    the norm itself rewrites the stream (a trace records that change as a write too, "norm.attn.0",
+    the norm itself rewrites the stream (a trace records that change as a write too, "block0.ln1.change",
     and the writes still add up exactly to the final stream).
     """
 

@@ -35,7 +35,7 @@ class Recorded:
         self.values, self.blocks, self.pre_norm, self.prefix = values, blocks, pre_norm, prefix
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        return self.values[self.prefix + name][0]
+        return self.values[names.in_stack(self.prefix, name)][0]
 
     def stacked(self, layers, part: str, attention=names.attn) -> torch.Tensor:
         """[L, ...] one attention point ("pattern", "q", …) of every layer."""
@@ -57,7 +57,8 @@ class Recorded:
         return [(getattr(names, kind)(i), names.norm(i, norm)) for kind, norm in kinds + [("mlp", "ln2")]]
 
     def writes(self) -> dict[str, torch.Tensor]:
-        """Residual writes in the order they happened: "embed", "attn.0", ("norm.attn.0" under post-norm) …"""
+        """Residual writes in the order they happened: "embed", "block0.attn", ("block0.ln1.change" under
+        post-norm) …"""
         parts = {names.EMBED: self[names.EMBED]}
         for i in range(len(self.blocks)):
             for write, norm in self._sublayers(i):
@@ -68,11 +69,11 @@ class Recorded:
 
     def norms(self, final_norm=None) -> dict[str, NormStats]:
         """Every LayerNorm's input, output, statistics and parameters, by name (prefix included)."""
-        modules = [(norm, getattr(self.blocks[i], norm.split(".")[1]))
+        modules = [(norm, getattr(self.blocks[i], norm.component))
                    for i in range(len(self.blocks)) for _, norm in self._sublayers(i)]
         if final_norm is not None:
             modules.append((names.LN_F, final_norm))
-        return {self.prefix + name: NormStats(module, self[names.norm_input(name)], self[name])
+        return {names.in_stack(self.prefix, name): NormStats(module, self[names.norm_input(name)], self[name])
                 for name, module in modules}
 
 
@@ -205,12 +206,12 @@ class Trace(SelfAttentionStack):
     per_head: PerHead                 # q, k, v, scores, outputs and writes of every head (the properties below)
     attn_out_bias: torch.Tensor       # [L, d_model] W_O bias (zeros if the model has none)
     attn_inputs: torch.Tensor         # [L, T, d_model]
-    residual_parts: dict[str, torch.Tensor]   # "embed", "attn.0", "mlp.0", … each [T, d_model]
+    residual_parts: dict[str, torch.Tensor]   # "embed", "block0.attn", "block0.mlp", … each [T, d_model]
     residual_final: torch.Tensor      # [T, d_model] the stream the final norm reads
     layernorms: dict[str, NormStats]
     logits: torch.Tensor              # [T, vocab]
     causal: bool = True
-    ablated: dict = field(default_factory=dict)   # the ablate the forward ran with: {"attn.1": {head: kind}}
+    ablated: dict = field(default_factory=dict)   # the ablate the forward ran with: {"block1.attn": {head: kind}}
     truncated: int = 0                # prompt tokens dropped to fit the context
     rope_angles: torch.Tensor | None = None   # [T, d_head/2] angle each q/k pair was turned by (RoPE models)
     described: str = "The prompt as {n} tokens (BOS first)"   # how figures name these tokens

@@ -65,7 +65,7 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
 
     def encode(self, src, src_keep, hooks=None):
         """src (B, S) → memory (B, S, C); src_keep (B, S) is False at padding. Hook points are named with
-        names.ENCODER before them ("enc.attn.0.pattern")."""
+        names.ENCODER before them ("enc.block0.attn.pattern")."""
         hooks = scope(hooks, names.ENCODER)
         x = self._embed(self.src_emb, src, 0, hooks)
         for i, block in enumerate(self.encoder):
@@ -74,7 +74,7 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
 
     def decode(self, tgt, memory, src_keep, hooks=None, cache: KVCache | None = None):
         """tgt (B, T) decoder inputs → logits (B, T, V_tgt); with a cache, tgt continues the cached positions.
-        Hook points are named with names.DECODER before them ("dec.cross.1.pattern")."""
+        Hook points are named with names.DECODER before them ("dec.block1.cross.pattern")."""
         hooks = scope(hooks, names.DECODER)
         x = self._embed(self.tgt_emb, tgt, cache.length if cache is not None else 0, hooks)
         for i, block in enumerate(self.decoder):

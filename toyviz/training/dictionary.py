@@ -1,6 +1,6 @@
 """Features, not neurons: train a sparse autoencoder on the GPT and describe every feature it finds.
 
-    python -m toyviz.features [--site resid_post.1] [--width 2048] [--k 32] [--minutes 10] [--out DIR]
+    python -m toyviz.features [--site block1.resid_post] [--width 2048] [--k 32] [--minutes 10] [--out DIR]
 
 reads the GPT's activations at a site (toyviz.interpret.sites) on random windows of its training text,
 trains a TopK sparse autoencoder on them (toyviz.interpret.sae), measures it on held-out text (Hamlet and
@@ -201,7 +201,8 @@ def save(folder: Path, sae: SparseAutoencoder, dashboards: Dashboards, metrics: 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m toyviz.features", description=__doc__.split("\n\n")[0])
     p.add_argument("--gpt", default="gpt", help="the GPT: 'gpt' (shipped) or a checkpoint folder")
-    p.add_argument("--site", default="resid_post.1", help="'resid_post.<layer>' (the stream leaving a block) or 'mlp.<layer>.hidden'")
+    p.add_argument("--site", default="block1.resid_post",
+                   help="'block<layer>.resid_post' (the stream leaving a block) or 'block<layer>.mlp.hidden'")
     p.add_argument("--width", type=int, default=0, help="features (default 8 × the site's width)")
     p.add_argument("--k", type=int, default=32, help="features active per token")
     p.add_argument("--tokens", type=int, default=600_000, help="training activations to collect")

@@ -4,7 +4,7 @@
 
 Each chunk of training is a batch of random windows of the GPT's training text (the project's own
 batches, as the GPT was trained, BOS first); one plain forward pass of the GPT records every layer's
-MLP input and output through the hook mechanism (toyviz.interpret.transcoders: "block{i}.ln2" and "mlp.i"),
+MLP input and output through the hook mechanism (toyviz.interpret.transcoders: "block{i}.ln2" and "block{i}.mlp"),
 and all four transcoders train together on shuffled minibatches of the chunk, each token seen `--reuse`
 times. The learning rate decays over the last LR_DECAY of the wall-time budget. Every `--save-every`
 seconds the whole state (weights, optimiser, dead-feature counters, chunk, elapsed time) goes to

@@ -61,7 +61,7 @@ class Prompt:
     """What the real GPT computed on the prompt: all the frozen model keeps of it."""
     ids: list[int]
     target: int
-    patterns: dict[str, torch.Tensor]     # "attn.i.pattern" → (1, nh, T, T)
+    patterns: dict[str, torch.Tensor]     # "block{i}.attn.pattern" → (1, nh, T, T)
     scales: dict[str, torch.Tensor]       # a norm's name → (1, T, 1) the σ it divided by
     slots: torch.Tensor                   # (L, T, k) which feature each kept slot is
     leaves: Leaves                        # the sources at their recorded values

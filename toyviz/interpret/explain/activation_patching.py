@@ -14,6 +14,7 @@ from toyviz.api import GPT
 from toyviz.errors import UserError
 from toyviz.interpret.explain.prompt import capture, encode, heads_site, pick_token, resid_pre, run
 from toyviz.models import names
+from toyviz.models.names import Name
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Patching:
     corrupted_answer: int
     clean_metric: float
     corrupted_metric: float
-    resid_names: list[str]        # "resid_pre.0" … "resid_pre.<L-1>", "final"
+    resid_names: list[Name]       # the sites "block0.resid_pre" … "block<L-1>.resid_pre", "final"
     resid: torch.Tensor           # [L+1, T] the clean stream at one site and one position
     heads: torch.Tensor           # [L, H] the clean output of one head at every position
 
@@ -66,8 +67,8 @@ def _pair_ids(gpt: GPT, clean: str, corrupted: str) -> tuple[list[int], list[int
 
 
 def _cache(gpt: GPT, ids: list[int]) -> dict[str, torch.Tensor]:
-    """The patchable points' values in one pass over ids: resid_pre.i and final (1, T, C),
-    attn.i.heads (1, nh, T, hs)."""
+    """The patchable points' values in one pass over ids: block{i}.resid_pre and final (1, T, C),
+    block{i}.attn.heads (1, nh, T, hs)."""
     store: dict[str, torch.Tensor] = {}
     L = gpt.config.n_layer
     points = [resid_pre(i) for i in range(L)] + [heads_site(i) for i in range(L)] + [names.FINAL]
@@ -76,16 +77,17 @@ def _cache(gpt: GPT, ids: list[int]) -> dict[str, torch.Tensor]:
 
 
 def patch_run(gpt: GPT, clean: str, corrupted: str, site: str, positions=None, head: int | None = None) -> torch.Tensor:
-    """Logits [T, V] of the corrupted prompt with the clean value of `site` ("resid_pre.<i>", "final",
-    "attn.<i>.heads") patched in at `positions` (default all); for heads, only head `head`
+    """Logits [T, V] of the corrupted prompt with the clean value of `site` ("block<i>.resid_pre", "final",
+    "block<i>.attn.heads") patched in at `positions` (default all); for heads, only head `head`
     (default all heads). One unbatched run, for checking the grids and for a what-if view."""
+    site = names.parse(site)
     a, b = _pair_ids(gpt, clean, corrupted)
     value = _cache(gpt, a)[site]
     sel = slice(None) if positions is None else list(positions)
 
     def patch(t):
         t = t.clone()
-        if site.endswith(".heads"):
+        if site.point == "heads":
             hs = slice(None) if head is None else head
             t[:, hs, sel] = value[:, hs, sel]
         else:

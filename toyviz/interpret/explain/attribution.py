@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from toyviz.models import names
-from toyviz.interpret.readout import direct_logit_attribution
+from toyviz.models.names import Name
+from toyviz.interpret.readout import contributions
 from toyviz.api import GPT
 from toyviz.interpret.explain.prompt import check_position, encode, pick_token, run
 from toyviz.models.hooks import ablation, replace
@@ -58,7 +59,7 @@ class Components:
     piece: str
     target: float
     logprob: float
-    names: list[str]              # "embed", "L0 H0" …, "L0 attn bias", "mlp.0" …, "ln_f β"
+    names: list[str]              # the terms' labels: "embed", "L0 H0" …, "L0 attn bias", "mlp.0" …, "ln_f β"
     attribution: torch.Tensor     # [N] sums to target
     verified: list[str]           # top_k of embed/heads/MLPs by |attribution|
     verified_attribution: torch.Tensor   # [k]
@@ -72,23 +73,22 @@ class Components:
         return [n for n, a, d in zip(self.verified, self.verified_attribution, e) if float(a) * float(d) < 0]
 
 
-def attribution(trace, model, position: int, token: int) -> tuple[list[str], torch.Tensor]:
-    """(names, [N]) direct contributions to logit(token) − mean logit at `position`: the Residual
+def attribution(trace, model, position: int, token: int) -> tuple[list[Name], torch.Tensor]:
+    """(terms, [N]) direct contributions to logit(token) − mean logit at `position`: the Residual
     tab's direct logit attribution against the mean logit, so that a component that raises every
     logit alike scores 0 (it does not make this token more likely). They sum to the target exactly;
     σ of the final norm is frozen at this pass's value, as TransformerLens does."""
-    parts = direct_logit_attribution(trace, model, position, token, minus_mean=True)
+    parts = contributions(trace, model, position, token, minus_mean=True)
     return list(parts), torch.tensor(list(parts.values()), dtype=torch.float64)
 
 
-def ablated_logits(gpt: GPT, ids: list[int], label: str, kind: str) -> torch.Tensor:
-    """Logits [T, V] with one component removed, by a hook on the model's own forward: a head's output
-    ("L1 H3"), the embedding (the stream entering block 0) or an MLP's write ("mlp.2") zeroed or
-    replaced by its mean over positions."""
-    if label.startswith("L"):                                         # "L1 H3"
-        layer, head = (int(s[1:]) for s in label.split())
-        return run(gpt, ids, ablation(gpt.ablation([(layer, head)], kind)))
-    return run(gpt, ids, replace(names.resid_pre(0) if label == names.EMBED else label, kind))
+def ablated_logits(gpt: GPT, ids: list[int], term: Name, kind: str) -> torch.Tensor:
+    """Logits [T, V] with one term of the attribution removed, by a hook on the model's own forward: a
+    head's output ("block1.attn.heads.3"), the embedding (the stream entering block 0) or an MLP's write
+    ("block2.mlp") zeroed or replaced by its mean over positions."""
+    if term.head is not None:
+        return run(gpt, ids, ablation(gpt.ablation([(term.layer, term.head)], kind)))
+    return run(gpt, ids, replace(names.resid_pre(0) if term == names.EMBED else term, kind))
 
 
 @torch.no_grad()
@@ -105,17 +105,18 @@ def components(gpt: GPT, text: str, token=None, *, position: int = -1, top_k: in
     p = check_position(position, len(ids))
     logits = trace.logits[p]                                          # (V,)
     tok = pick_token(gpt, token, logits)
-    labels, attr = attribution(trace, gpt.model, p, tok)
-    ablatable = [i for i, n in enumerate(labels) if n == names.EMBED or n.startswith("mlp.") or " H" in n]
+    terms, attr = attribution(trace, gpt.model, p, tok)
+    ablatable = [i for i, n in enumerate(terms) if n == names.EMBED or n.component == "mlp" or n.head is not None]
     ablatable.sort(key=lambda i: -abs(float(attr[i])))
     chosen = ablatable[:top_k] if top_k is not None else ablatable
     clean_lp, clean_t = _logprob_and_target(logits, tok)
     effect, effect_t = torch.zeros(len(chosen), 2), torch.zeros(len(chosen), 2)
     for k, i in enumerate(chosen):
         for j, kind in enumerate(KINDS):
-            lp, t = _logprob_and_target(ablated_logits(gpt, ids, labels[i], kind)[p], tok)
+            lp, t = _logprob_and_target(ablated_logits(gpt, ids, terms[i], kind)[p], tok)
             effect[k, j], effect_t[k, j] = clean_lp - lp, clean_t - t
     va = attr[chosen].float()
+    labels = [term.label for term in terms]                          # what the figures and the report show
     return Components(trace.tokens, p, tok, gpt.tokenizer.piece(tok), clean_t, clean_lp, labels, attr.float(),
                       [labels[i] for i in chosen], va, effect, effect_t,
                       (spearman(va, effect[:, 0]), spearman(va, effect[:, 1])))

@@ -16,7 +16,7 @@ resid_pre = names.resid_pre
 
 
 def heads_site(layer: int) -> str:
-    """The point of block `layer`'s per-head outputs before W_O ("attn.2.heads")."""
+    """The point of block `layer`'s per-head outputs before W_O ("block2.attn.heads")."""
     return names.heads(names.attn(layer))
 
 

@@ -40,7 +40,7 @@ def source_gradients(translator: Translator, translation: Translation) -> torch.
     src = torch.tensor([trace.src_ids], device=model.src_emb.weight.device)
     tgt = torch.tensor([trace.tgt_ids], device=src.device)
     targets = torch.tensor(trace.output_ids, device=src.device)             # (T,)
-    T, point = len(trace.output_ids), names.ENCODER + names.TOKENS
+    T, point = len(trace.output_ids), names.in_stack(names.ENCODER, names.TOKENS)
     seen = {}
     with torch.no_grad():
         model.encode(src, torch.ones_like(src, dtype=torch.bool), hooks=capture(seen, point))
