@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import os
 import threading
@@ -29,10 +28,17 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import toyviz
-from toyviz.app import browser_model, layout, links, presenter, views, watch
+from toyviz.app import browser_model, layout, links, presenter, watch
+from toyviz.app.views import circuits
+from toyviz.app.views.layernorm import layernorm_choices
+from toyviz.app.views.positional import formula_view
+from toyviz.app.views.sampling import generate_view, generation_pending, kv_cache_view
+from toyviz.app.views.size import preset_fields, size_view
+from toyviz.app.views.why import pair_fields, patching_view, why_choices
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.drawn import Drawn
+from toyviz.app.compute import binder, default_workers, export_tab, start_workers
 from toyviz.app.explorer import Explorer
 from toyviz.app.presenter import Presenter
 from toyviz.classroom import routes
@@ -43,6 +49,7 @@ from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
 from toyviz.serving.server import prepare_server
 from toyviz.serving.static import Shelf, StaticFiles
+from toyviz.serving.workers import Workers
 from toyviz.app.tabs import TABS, draw_every_tab
 
 CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="utf-8")
@@ -61,24 +68,28 @@ CLEAN_CACHE = (60, int(files.KEEP_S))
 SESSIONS_KEPT = 1000
 
 
-def build(explorer: Explorer, lectures: Lectures | None = None) -> gr.Blocks:
+def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers | None = None) -> gr.Blocks:
     """The page: lesson bar, header, tabs, wiring; `demo.ui` keeps the components (tests reach them there).
-    `lectures`: where lessons taught from this page keep their state (default: made when a lesson opens)."""
+    `lectures`: where lessons taught from this page keep their state (default: made when a lesson opens);
+    `workers`: the processes the renderers compute in (default: this one, on `explorer`)."""
     ui, sizes = SimpleNamespace(), explorer.sizes()
-    bind = lambda view: friendly(functools.partial(view, explorer))      # a renderer serving this explorer
+    compute = binder(explorer, workers)     # a renderer of the inputs alone, computed here or in a worker
+    bind = lambda view: friendly(compute(view))
     with gr.Blocks(title="toyviz — see a transformer work", delete_cache=CLEAN_CACHE) as demo:
         layout.lesson_bar(ui)                   # a lecture's step, question and join code (issue #33)
         layout.header(ui)
         # on a narrow or projector screen the tab buttons wrap onto a second row: none hides in a menu
         with gr.Tabs(selected=DEFAULTS["tab"], elem_id="tabs", overflow_behavior="wrap") as ui.tabs:
             layout.prompt_tabs(ui, sizes)       # Tokens … Residual stream, Why this token?, Features
+            layout.circuits_tab(ui)             # the attribution graph of one prediction (issue 45)
             layout.sample_tab(ui)               # the GPT in the student's browser on top (issue #31)
             layout.translate_tab(ui, sizes)
             layout.model_tabs(ui, sizes)        # Experiments, Model
             watch.tab(ui)                       # a tiny transformer trained live (issue 46)
         ui.registry = registry(ui, bind)
-        wire_tabs(ui, ui.registry)
-        wire_actions(ui, explorer, bind, ui.registry)
+        wire_tabs(ui, ui.registry, bind)
+        wire_actions(ui, explorer, compute, ui.registry)
+        wire_circuits(ui, compute)
         wire_links(ui)
         ui.presenter = Presenter(explorer, lectures)
         wire_lessons(ui, demo, ui.presenter)
@@ -95,12 +106,11 @@ def registry(ui, bind) -> dict:
         return [c for name in names for c in (getattr(ui, name) if isinstance(getattr(ui, name), list)
                                               else [getattr(ui, name)])]
     drawn = Drawn()                     # a view's answer kept as sent: a hall opening the link draws it once
-    ui.export_renderers = {name: bind(tab.render) for name, tab in TABS.items()}      # figures, not their JSON
     return {name: (drawn.remember(name, bind(tab.render)) if tab.kept else bind(tab.render), components(tab.inputs),
                    components(tab.outputs), components(tab.controls), tab.api or name) for name, tab in TABS.items()}
 
 
-def wire_tabs(ui, tabs: dict):
+def wire_tabs(ui, tabs: dict, bind):
     """Each renderer answers its tab's selection and its own controls; the shared controls (prompt,
     projector, picker) redraw only the tab on screen, through its hidden redraw button (`redraw_current`). A control
     redraws on a visitor's input, not on every change: a deep link or a lesson's step sets many controls at once
@@ -130,12 +140,12 @@ def wire_tabs(ui, tabs: dict):
                 for value in (in_place(fn, outs)(*[by_input[i] for i in ins]) if name == tab
                               else [gr.skip()] * len(outs))]
 
-    @friendly
+    export_file = bind(export_tab)
+
     def export(tab, *values):
         """The current tab's figures as one standalone HTML file to download."""
-        fn, ins = ui.export_renderers[tab], tabs[tab][1]
         by_input = dict(zip(ui.all_inputs, values))
-        return gr.File(value=views.export_page(tab, fn(*[by_input[i] for i in ins])), visible=True)
+        return gr.File(value=export_file(tab, *[by_input[i] for i in tabs[tab][1]]), visible=True)
 
     ui.refresh = refresh
     ui.export_button.click(limited(export, "export"), [ui.current] + ui.all_inputs, ui.exported, api_name="export",
@@ -163,24 +173,24 @@ def redraw_current(ui, tabs: dict) -> str:
             " document.getElementById('redraw-' + name)?.click(); }")
 
 
-def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
+def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
     """The buttons and fields that are not a tab's redraw: translate, formula, generate, KV cache, sizes,
-    the why-tab's token choices and patching."""
+    the why-tab's token choices and patching. `compute`: a view → its function of the inputs (toyviz.app.compute)."""
+    bind = lambda view: friendly(compute(view))
     translate, inputs, outputs = tabs["translate"][:3]
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
         event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=4)
     for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
-        event(friendly(views.formula_view), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
+        event(friendly(formula_view), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
               api_visibility="private")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,
                 ui.steer_alpha]
-    generate = limited(friendly(one_per_visitor(functools.partial(views.generate_view, explorer))),  # see one_per_visitor
-                       "generate")
+    generate = limited(friendly(one_per_visitor(compute(generate_view))), "generate")     # see one_per_visitor
     streamed = [ui.note, ui.generated, ui.bars, ui.generated_plot]
     # the page's run: the last run's text and figures cleared first, the button saying it is busy (a
     # second press would be ignored in silence); the HTTP endpoint raises a mistake for its caller
     def busy(projector):
-        bars, tokens = views.generation_pending(projector)
+        bars, tokens = generation_pending(projector)
         return gr.update(value="Generating… (Stop ends it)", interactive=False), "", bars, gr.Plot(tokens, visible=True)
     ready = lambda: gr.update(value="Generate", interactive=True)      # a new update each time: Gradio consumes it
     # Generate and Stop: the page's own model answers them when it runs, sending nothing (browser_model.page_first)
@@ -196,32 +206,50 @@ def wire_actions(ui, explorer: Explorer, bind, tabs: dict):
         show_clamped(control)
     browser_model.page_first(ui.stop.click, "stop", [], cancels=[gen_event]).success(ready, None, ui.go, queue=False,
                                                                                  api_visibility="private")
-    ui.kv_button.click(bind(views.kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
+    ui.kv_button.click(bind(kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
     size_inputs = [ui.preset] + ui.calc + [ui.projector]
-    ui.preset.change(bind(views.size_view), size_inputs, ui.size_out, api_name="size")
-    ui.preset.change(lambda preset: views.preset_fields(explorer, preset) or [gr.skip()] * len(ui.calc), ui.preset,
+    ui.preset.change(bind(size_view), size_inputs, ui.size_out, api_name="size")
+    ui.preset.change(lambda preset: preset_fields(explorer, preset) or [gr.skip()] * len(ui.calc), ui.preset,
                      ui.calc, api_visibility="private")
     for field in ui.calc:           # editing a field makes the preset "custom", so the figures follow the fields
         field.input(lambda: "custom", None, ui.preset, api_visibility="private")
     numbers = [event for c in ui.calc if isinstance(c, gr.Number) for event in (c.submit, c.blur)]
     gr.on([ui.tab_model.select] + numbers + [c.change for c in ui.calc if not isinstance(c, gr.Number)],
-          bind(views.size_view), size_inputs, ui.size_out, api_visibility="private")
+          bind(size_view), size_inputs, ui.size_out, api_visibility="private")
     gr.on([ui.tab_why.select, ui.run.click, ui.prompt.submit],
-          lambda p: gr.update(choices=views.why_choices(explorer, p)), ui.prompt, ui.why_token, api_visibility="private")
+          lambda p, choices=bind(why_choices): gr.update(choices=choices(p)), ui.prompt, ui.why_token,
+          api_visibility="private")
     patch_fields = [ui.clean, ui.corrupted, ui.clean_answer, ui.corrupted_answer]
-    patch, patched = limited(bind(views.patching_view), "patching"), [ui.note] + ui.patching_out
+    patch, patched = limited(bind(patching_view), "patching"), [ui.note] + ui.patching_out
     show = lambda: [gr.update(visible=True)] * len(ui.patching_out)     # a mistake shows there too, in place
     gr.Button(visible=False).click(patch, patch_fields + [ui.projector], patched, api_name="patching",
                                    concurrency_limit=2, concurrency_id="patching")
     ui.patch_button.click(in_place(patch, patched), patch_fields + [ui.projector], patched, api_visibility="private",
                           concurrency_limit=2, concurrency_id="patching").then(show, None, ui.patching_out,
                                                                                api_visibility="private")
-    ui.pair.input(friendly(views.pair_fields), ui.pair, patch_fields, api_visibility="private").then(
+    ui.pair.input(friendly(pair_fields), ui.pair, patch_fields, api_visibility="private").then(
         in_place(patch, patched), patch_fields + [ui.projector], patched, api_visibility="private",
         concurrency_limit=2, concurrency_id="patching").then(show, None, ui.patching_out, api_visibility="private")
     gr.on([ui.tab_layernorm.select, ui.model.change],
-          lambda p, m: gr.update(choices=views.layernorm_choices(explorer, p, m)), [ui.prompt, ui.model],
+          lambda p, m, choices=bind(layernorm_choices): gr.update(choices=choices(p, m)), [ui.prompt, ui.model],
           ui.norm_name, api_visibility="private")
+
+
+def wire_circuits(ui, compute):
+    """The Circuits tab's own events: its target and supernodes redraw it on Enter (a new target is a new graph:
+    seconds, so not on each keystroke); Ablate / steer (or a feature clicked in the graph, which presses it)
+    intervenes in the real GPT; the graph's JSON (Neuronpedia's schema) and the intervention as HTTP endpoints."""
+    bind = lambda view: friendly(compute(view))
+    gr.on([ui.circuit_target.submit, ui.supernodes.submit], None, js=ui.redraw_current)
+    inputs = [ui.prompt, ui.circuit_target, ui.circuit_node, ui.circuit_scale, ui.projector]
+    intervene = limited(bind(circuits.intervention_view), "circuit_intervene")
+    ui.circuit_button.click(in_place(intervene, [ui.circuit_result]), inputs, ui.circuit_result,
+                            js=clamp_in_page(inputs), api_visibility="private", concurrency_limit=2,
+                            concurrency_id="circuit")
+    gr.Button(visible=False).click(intervene, inputs, ui.circuit_result, api_name="circuit_intervene",
+                                   concurrency_limit=2, concurrency_id="circuit")
+    gr.Button(visible=False).click(limited(bind(circuits.circuit_json), "circuit"), [ui.prompt, ui.circuit_target],
+                                   ui.circuit_json, api_name="circuit", concurrency_limit=2, concurrency_id="circuit")
 
 
 def wire_links(ui):
@@ -229,7 +257,7 @@ def wire_links(ui):
     state = list(DEFAULTS)                          # the controls below, in this order
     controls = [ui.current, ui.prompt, ui.layer, ui.head, ui.mode, ui.query, ui.temperature, ui.top_k, ui.top_p,
                 ui.seed, ui.max_new, ui.source, ui.beam, ui.snapshot, ui.projector, ui.model, ui.feature,
-                ui.steer_feature, ui.steer_alpha]
+                ui.steer_feature, ui.steer_alpha, ui.circuit_target, ui.supernodes]
     ui.make_link = lambda *values: links.build(dict(zip(state, values)))
     ui.link_button.click(ui.make_link, controls, ui.link, api_name="link").then(
         lambda: gr.Textbox(visible=True), None, ui.link, api_visibility="private").then(
@@ -332,23 +360,23 @@ def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
 
 # ---------------------------------------------------------------- start-up -----------------
 
-def launch_options(lectures: Lectures | None = None, shelf: Shelf | None = None) -> dict:
+def launch_options(lessons: Presenter | None = None, shelf: Shelf | None = None) -> dict:
     """What `demo.launch` serves with the page besides its components: its style sheet, the <head> that
     loads the page's own model when a view needs it, and its static files served from memory
     (toyviz.serving.static: compressed once, immutable or answered 304, the page rendered once). show_error: a value the API
     cannot even parse (text for a slider) gets its message, not a generic one. max_file_size: the page takes
     no files, and Gradio would keep anyone's upload to /upload in its cache (toyviz.serving.files). At most
     SESSIONS_KEPT sessions are kept. `shelf`: what the static files' middleware serves (default: a new one).
-    Given `lectures`, the phones' routes (toyviz.classroom.routes) join the
+    Given `lessons` (the page's presenter), the phones' routes (toyviz.classroom.routes) join the
     app Gradio builds, as it starts."""
     shelf = shelf or Shelf()
     options = dict(css=CSS, ssr_mode=False, show_error=True, max_file_size=0, head=browser_model.head(shelf),
                    state_session_capacity=SESSIONS_KEPT,
                    app_kwargs={"middleware": [Middleware(StaticFiles, shelf=shelf)]})
-    if lectures is not None:
+    if lessons is not None:
         @contextlib.asynccontextmanager
         async def with_phones(fastapi_app):
-            routes.attach(fastapi_app, lectures)
+            routes.attach(fastapi_app, lessons.lectures, lessons.reveal_lecture)
             yield
         options["app_kwargs"]["lifespan"] = with_phones
     return options
@@ -360,6 +388,9 @@ def main(argv=None):
     parser.add_argument("--gpt", default=os.environ.get("TOYVIZ_GPT", "gpt"), help="GPT checkpoint folder or Hub repo")
     parser.add_argument("--translator", default=os.environ.get("TOYVIZ_TRANSLATOR", "translator"),
                         help="translator checkpoint folder or Hub repo")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("TOYVIZ_WORKERS", -1)),
+                        help="processes the renderers compute in (default: TOYVIZ_WORKERS or one per core; "
+                             "0: this process)")
     args = parser.parse_args(argv)
     for problem in prepare_server():    # allocator, interpreter lock, imports: before the models load
         print(f"toyviz: {problem}")
@@ -369,20 +400,23 @@ def main(argv=None):
     off = browser_model.missing()
     if off:
         print(f"toyviz: the page's own model is off, the server runs the Sample tab: {off}")
+    count = default_workers(args.device) if args.workers < 0 else args.workers
+    # the workers load their models while this process loads its own (sizes, lessons' answers) and builds the page
+    workers = start_workers(count, args.gpt, args.translator, args.device) if count else None
     explorer = Explorer.load(args.gpt, args.translator, args.device)
     for problem in explorer.problems.values():
         print(f"toyviz: {problem}")
-    demo = build(explorer)
-    lectures = demo.ui.presenter.lectures       # lessons' state, on disk (toyviz.classroom.store: where)
-    seconds = draw_every_tab(explorer, {name: getattr(demo.ui, name).value for tab in TABS.values()
-                                        for name in tab.inputs})
-    print(f"toyviz: every tab drawn once in {seconds:.1f} s")
+    demo = build(explorer, workers=workers)
+    first = {name: getattr(demo.ui, name).value for tab in TABS.values() for name in tab.inputs}
+    seconds = workers.wait_ready().on_each(draw_every_tab, first) if workers else [draw_every_tab(explorer, first)]
+    print(f"toyviz: every tab drawn once in {max(seconds):.1f} s" + (f", in each of {count} worker processes"
+                                                                      if workers else ""))
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
     # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
     # opening the link together (then 6 events each) were refused "queue full" 90 times in 100 (benchmarks.load --browser)
     demo.queue(default_concurrency_limit=4, max_size=QUEUE_PLACES)
     shelf = Shelf()
-    options = launch_options(lectures, shelf)
+    options = launch_options(demo.ui.presenter, shelf)
     threading.Thread(target=shelf.warm, daemon=True).start()    # the model's files compressed before a Sample tab asks
     demo.launch(**options)     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 

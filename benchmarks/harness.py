@@ -41,6 +41,15 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")      # utime, stime
 
 
+def children(pid: int) -> list[int]:
+    """The processes `pid` started that still run (the app's workers), from /proc ([] off Linux)."""
+    try:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]
+    except OSError:
+        return []
+
+
 def memory_mb(pid: int) -> dict:
     """{"rss": resident memory now, "peak": its high-water mark}, MB ({} off Linux)."""
     try:
@@ -123,7 +132,12 @@ class Server:
         raise TimeoutError(f"app.py did not answer within {timeout:.0f} s:\n{self.log_tail()}")
 
     def cpu_s(self) -> float | None:
-        return cpu_seconds(self.proc.pid)
+        """CPU seconds of the server and its worker processes (a worker replaced meanwhile loses its share)."""
+        seconds = [cpu_seconds(pid) for pid in [self.proc.pid] + self.worker_pids()]
+        return None if seconds[0] is None else sum(s for s in seconds if s is not None)
+
+    def worker_pids(self) -> list[int]:
+        return children(self.proc.pid)
 
     def memory_mb(self) -> dict:
         return memory_mb(self.proc.pid)
@@ -210,23 +224,31 @@ class Connection:
 
     async def get(self, target: str, headers: dict) -> tuple[int, int]:
         """→ (status, bytes of the body as sent)."""
+        status, body = await self.request("GET", target, headers)
+        return status, len(body)
+
+    async def request(self, method: str, target: str, headers: dict, body: bytes = b"") -> tuple[int, bytes]:
+        """→ (status, the body as sent: compressed if the server compressed it)."""
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        lines = "".join(f"{k}: {v}\r\n" for k, v in {**ACCEPT, **headers}.items())
-        self.writer.write(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{lines}\r\n".encode())
+        headers = {**ACCEPT, **headers, **({"Content-Length": str(len(body))} if body else {})}
+        lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.writer.write(f"{method} {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{lines}\r\n".encode()
+                          + body)
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         status = int(head[0].split()[1])
         fields = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
         if fields.get("transfer-encoding") == "chunked":
-            size = 0
+            chunks = []
             while (chunk := int((await self.reader.readline()).strip() or b"0", 16)) > 0:
-                size += len(await self.reader.readexactly(chunk + 2)) - 2
+                chunks.append((await self.reader.readexactly(chunk + 2))[:-2])
             await self.reader.readline()
+            content = b"".join(chunks)
         else:
-            size = len(await self.reader.readexactly(int(fields.get("content-length", 0))))
+            content = await self.reader.readexactly(int(fields.get("content-length", 0)))
         if fields.get("connection") == "close":
             self.close()
-        return status, size
+        return status, content
 
     def close(self):
         if self.writer is not None:

@@ -20,6 +20,11 @@ class UserError(ValueError):
     Python caller: code that catches ValueError around toyviz's calls (or caught PromptError) still does."""
 
 
+class LoggedFault(Exception):
+    """A fault already logged where it happened (a worker process: toyviz.serving.workers); its message, with
+    the log's id, is the one the user is told."""
+
+
 PromptError = UserError     # its name before issue 42; toyviz.PromptError stays importable
 
 

@@ -8,7 +8,7 @@ is cached), bounded in entries and bytes. An answer that raised (a user's mistak
 """
 from __future__ import annotations
 
-from toyviz.app.widgets import plot_data
+from toyviz.app.widgets import as_plot_data
 from toyviz.serving.memory import LRU, MB
 
 VIEWS_KEPT, BYTES_KEPT = 256, 48 * MB
@@ -32,8 +32,7 @@ class Drawn:
                 hash(key)
             except TypeError:                       # an input Gradio gives as a dict: drawn each time
                 return render(*inputs)
-            return self.answers.get(key, lambda: tuple(plot_data(v) if hasattr(v, "to_json") else v
-                                                       for v in render(*inputs)))
+            return self.answers.get(key, lambda: tuple(as_plot_data(v) for v in render(*inputs)))
         draw.__name__ = getattr(render, "__name__", name)
         draw.__wrapped__ = render
         return draw

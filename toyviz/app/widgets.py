@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import html
 import inspect
-import json
 import logging
 import textwrap
 import threading
@@ -18,9 +17,9 @@ from contextlib import contextmanager
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from toyviz.errors import UserError, fault
+from toyviz.errors import LoggedFault, UserError, fault
 from toyviz.app.controls import DEFAULTS, RANGES
-from toyviz.app.figures import config_for, message
+from toyviz.app.figures import FigureJSON, figure_json, message
 
 # the page script the app wires in
 TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
@@ -47,6 +46,8 @@ def whose_error(fn):
         yield
     except gr.Error:
         raise
+    except LoggedFault as err:                  # logged where it happened (a worker), with its id
+        raise Fault(str(err), duration=None, print_exception=False) from None
     except UserError as err:
         log.warning("rejected input to %s: %s", where, err)
         raise gr.Error(str(err), duration=None, print_exception=False) from None
@@ -176,13 +177,18 @@ class FigurePlot(gr.Plot):
         return FigurePlot.api_info_once
 
     def postprocess(self, value):
-        return super().postprocess(plot_data(value) if hasattr(value, "to_json") else value)
+        return super().postprocess(as_plot_data(value))
 
 
 def plot_data(figure) -> PlotData:
-    """A plotly figure as the page receives it: its JSON with its download settings (a "config" key)."""
-    config = json.dumps(config_for((figure.layout.meta or {}).get("filename", "toyviz")))
-    return PlotData(type="plotly", plot=figure.to_json()[:-1] + ',"config":' + config + "}")
+    """A plotly figure (or its FigureJSON, made in a worker) as the page receives it: its JSON with its
+    download settings (a "config" key)."""
+    return PlotData(type="plotly", plot=str(figure if isinstance(figure, FigureJSON) else figure_json(figure)))
+
+
+def as_plot_data(value):
+    """value as a plot's output: a figure (or its JSON) as PlotData, anything else (text, a skip) as it is."""
+    return plot_data(value) if hasattr(value, "to_json") or isinstance(value, FigureJSON) else value
 
 
 def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:

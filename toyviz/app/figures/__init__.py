@@ -8,6 +8,7 @@ as compact base64, and nan-aware average pooling for big matrices).
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 import threading
@@ -125,6 +126,25 @@ def config_for(filename: str) -> dict:
     (pass `fig.layout.meta["filename"]`)."""
     return {"toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename},
             "displaylogo": False}
+
+
+class FigureJSON(str):
+    """A figure as the page receives it: its JSON, with its download settings under "config"."""
+
+
+def figure_json(figure: go.Figure) -> FigureJSON:
+    config = json.dumps(config_for((figure.layout.meta or {}).get("filename", "toyviz")))
+    return FigureJSON(figure.to_json()[:-1] + ',"config":' + config + "}")
+
+
+def as_sent(answer):
+    """A renderer's answer (a figure, or a tuple of outputs) with every figure turned into its FigureJSON:
+    what a worker process sends the server (toyviz.serving.workers), made once where it was drawn."""
+    if hasattr(answer, "to_json"):
+        return figure_json(answer)
+    if isinstance(answer, (tuple, list)):
+        return type(answer)(as_sent(value) for value in answer)
+    return answer
 
 
 def slug(text: str) -> str:

@@ -1,0 +1,57 @@
+"""Where the renderers compute: beside the page, or in worker processes (toyviz.serving.workers).
+
+A renderer is `view(explorer, *inputs)`. In one process (tests, a notebook) it runs on the page's own
+explorer; in a server with workers it runs in a worker, on the worker's explorer, and its figures come
+back as the JSON the page gets. Either way the app wires the same function of the inputs alone.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+
+from toyviz.app.explorer import Explorer
+from toyviz.app.figures import as_sent
+from toyviz.app.tabs import TABS
+from toyviz.app.views.export import export_page
+from toyviz.serving.workers import Workers, cores
+
+HOLD = f"{Explorer.__module__}:Explorer.load"      # what a worker holds: Explorer.load(gpt, translator, device)
+SEND = f"{as_sent.__module__}:{as_sent.__name__}"  # what leaves a worker: figures as their JSON
+
+
+def start_workers(count: int, gpt: str, translator: str, device: str | None) -> Workers:
+    """`count` workers, each holding the explorer of these models (loaded in parallel, while the page is built)."""
+    return Workers(count, HOLD, (gpt, translator, device), send=SEND)
+
+
+def default_workers(device: str | None) -> int:
+    """One worker per core: each computes on a core of its own (on a GPU, one: the device is the one that
+    computes, and each process would hold a CUDA context of its own)."""
+    import torch
+    device = device or os.environ.get("TOYVIZ_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+    return 1 if device.startswith("cuda") else cores()
+
+
+def binder(explorer: Explorer, workers: Workers | None = None):
+    """view → a function of the view's inputs alone, computed on `explorer` here or, given `workers`, in one of
+    them; named as the view (its errors are logged under that name)."""
+    def bind(view):
+        if workers is None:
+            return functools.partial(view, explorer)
+        if inspect.isgeneratorfunction(view):
+            def bound(*inputs):
+                yield from workers.stream(view, *inputs)
+        else:
+            def bound(*inputs):
+                return workers.call(view, *inputs)
+        bound.__name__ = bound.__qualname__ = view.__name__    # not __wrapped__: the inputs are bound's own
+        bound.__doc__ = view.__doc__
+        return bound
+    return bind
+
+
+def export_tab(explorer: Explorer, tab: str, *inputs) -> str:
+    """The tab's figures for these inputs as one standalone HTML page → its file (written where the app's
+    exports are kept)."""
+    return export_page(tab, TABS[tab].render(explorer, *inputs))

@@ -1,0 +1,334 @@
+"""Worker processes: the models held by other processes, so the server computes on every core it is given.
+
+Python's threads share one interpreter lock: however many a server runs, its figures, their JSON, beam
+search's bookkeeping and the why panel's loops take turns on one core. Here the Gradio process only routes,
+queues and streams; N worker processes each hold the models (loaded once per process from memory-mapped
+safetensors) and do the heavy work, each on its own core.
+
+    workers = Workers(2, hold="toyviz.app.explorer:Explorer.load", hold_args=("gpt", "translator", "cpu"),
+                      send="toyviz.app.figures:as_sent")
+    outputs = workers.call(views.tokens_view, prompt, projector, model)    # tokens_view(held, …) in a worker
+    for update in workers.stream(views.generate_view, …): …                # a generator's updates as they come
+    workers.close()
+
+- A function is named by its module and name, never pickled as code: the worker imports it. `hold` is
+  what a worker holds (made once, as it starts), `send` what each answer becomes before it leaves the
+  worker (the figures turned into the JSON the page gets: the main process never rebuilds them).
+- A request goes to the worker with the fewest requests in flight; of equals, the one its first argument
+  (the prompt) hashes to, whose caches most likely hold its trace already. A worker runs requests on
+  threads of its own: its generations decode together in one batch (toyviz.serving.batching).
+- A stream closed by its reader (Stop, a page gone) is cancelled in the worker at its next update.
+- A worker that dies is replaced; the requests it was computing fail with a fault's message (logged
+  with an id), every other request goes on.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import os
+import pickle
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from toyviz.errors import LoggedFault, UserError, fault
+
+THREADS_PER_WORKER = 64      # requests a worker computes at once: the app's concurrency limits bound them first
+START_TIMEOUT_S = 300.0      # loading the models and drawing every tab once, on a slow machine
+
+
+def cores() -> int:
+    """The cores this process may run on (a container's share, not the host's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def named(fn) -> str:
+    """"module:qualified.name" of a module-level function, as a worker imports it."""
+    name = f"{fn.__module__}:{fn.__qualname__}"
+    if resolve(name) is not fn:
+        raise ValueError(f"{name} is not importable by that name: a worker could not run it")
+    return name
+
+
+def resolve(name: str):
+    module, _, path = name.partition(":")
+    value = importlib.import_module(module)
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+# ---------------------------------------------------------------- the main process's side --------
+
+class Worker:
+    """One worker process, seen from the server: its connection, the requests in flight and their replies."""
+
+    def __init__(self, pool: "Workers", index: int):
+        self.pool, self.index = pool, index
+        self.replies: dict[int, queue.SimpleQueue] = {}
+        self.lock, self.ready, self.alive = threading.Lock(), threading.Event(), True
+        ours, theirs = socket.socketpair()        # private to the two processes: nothing else can connect
+        self.process = subprocess.Popen([sys.executable, "-m", "toyviz.serving.workers", str(theirs.fileno()),
+                                         "--threads", str(pool.threads)], pass_fds=[theirs.fileno()], cwd=pool.cwd)
+        theirs.close()
+        self.connection = Connection(ours.detach())
+        self.connection.send(("hold", pool.hold, pool.hold_args, pool.send))
+        threading.Thread(target=self._read, name=f"toyviz-worker-{index}", daemon=True).start()
+
+    def _read(self):
+        """Hand each reply to the request it answers; at the worker's end, fail what it was computing and
+        let the pool replace it."""
+        try:
+            while True:
+                message = self.connection.recv()
+                if message[0] == "ready":
+                    self.ready.set()
+                    continue
+                with self.lock:
+                    replies = self.replies.get(message[1])
+                if replies is not None:
+                    replies.put(message)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            pass
+        self._ended()
+
+    def _ended(self):
+        with self.lock:
+            was_alive, self.alive = self.alive, False
+            waiting, self.replies = list(self.replies.values()), {}
+        if not was_alive:
+            return
+        code = self.process.poll()
+        for replies in waiting:
+            replies.put(("lost", None, code))
+        started, _ = self.ready.is_set(), self.ready.set()      # nobody waits for a worker that will never be ready
+        if started:                          # one that failed to start would fail again: its error is in the log
+            self.pool.replace(self)
+
+    def submit(self, ident: int, kind: str, fn: str, args: tuple) -> queue.SimpleQueue:
+        replies = queue.SimpleQueue()
+        with self.lock:
+            if not self.alive:
+                replies.put(("lost", ident, self.process.poll()))
+                return replies
+            self.replies[ident] = replies
+            try:
+                self.connection.send((kind, ident, fn, args))
+            except (OSError, ValueError) as err:
+                self.replies.pop(ident, None)
+                replies.put(("lost", ident, str(err)))
+        return replies
+
+    def cancel(self, ident: int):
+        with self.lock:
+            self.replies.pop(ident, None)
+            if self.alive:
+                try:
+                    self.connection.send(("cancel", ident))
+                except (OSError, ValueError):
+                    pass
+
+    def done(self, ident: int):
+        with self.lock:
+            self.replies.pop(ident, None)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.replies)
+
+    def stop(self):
+        self.alive = False
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class Workers:
+    """`count` worker processes, each holding `resolve(hold)(*hold_args)`; see the module's docstring."""
+
+    def __init__(self, count: int, hold: str, hold_args: tuple = (), send: str | None = None,
+                 threads: int | None = None, cwd: str | Path | None = None):
+        if count < 1:
+            raise ValueError(f"workers must be at least 1, not {count}")
+        self.hold, self.hold_args, self.send = hold, tuple(hold_args), send
+        self.threads = threads or max(1, cores() // count)     # torch's threads a worker computes with
+        self.cwd = str(cwd or Path.cwd())
+        self.ids, self.closed = itertools.count(), False
+        self.workers = [Worker(self, i) for i in range(count)]
+        self.replaced = 0
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> "Workers":
+        """Blocks until every worker holds its models; raises if one ended first."""
+        deadline = time.monotonic() + timeout
+        for worker in list(self.workers):
+            if not worker.ready.wait(max(0.0, deadline - time.monotonic())) or not worker.alive:
+                raise RuntimeError(f"worker {worker.index} did not start (exit code {worker.process.poll()}): "
+                                   "its error is in the log above")
+        return self
+
+    def replace(self, lost: Worker):
+        if self.closed:
+            return
+        self.replaced += 1
+        fresh = Worker(self, lost.index)
+        self.workers[lost.index] = fresh
+
+    def pick(self, key) -> Worker:
+        """The live worker with the fewest requests in flight; of equals, the one `key` hashes to."""
+        alive = [w for w in self.workers if w.alive and w.ready.is_set()] or \
+                [w for w in self.workers if w.alive] or self.workers
+        home = zlib.crc32(repr(key).encode()) % len(self.workers)
+        return min(alive, key=lambda w: (w.in_flight, (w.index - home) % len(self.workers)))
+
+    def _start(self, kind: str, fn, args: tuple, worker: Worker | None = None):
+        worker = worker or self.pick(args[0] if args else None)
+        worker.ready.wait(START_TIMEOUT_S)
+        ident = next(self.ids)
+        return worker, ident, worker.submit(ident, kind, named(fn) if callable(fn) else fn, args)
+
+    @staticmethod
+    def _raise(message: tuple, worker: Worker, fn):
+        kind = message[0]
+        if kind == "user":
+            raise UserError(message[2])
+        if kind == "fault":
+            raise LoggedFault(message[2])
+        raise LoggedFault(fault(f"worker {worker.index}", RuntimeError(
+            f"the worker process computing {getattr(fn, '__name__', fn)} stopped (exit code {message[2]}); "
+            "it is being replaced")))
+
+    def call(self, fn, *args, worker: Worker | None = None):
+        """fn(held, *args) in a worker → its answer (as `send` made it)."""
+        worker, ident, replies = self._start("call", fn, args, worker)
+        message = replies.get()
+        worker.done(ident)
+        if message[0] == "done":
+            return message[2]
+        self._raise(message, worker, fn)
+
+    def stream(self, fn, *args):
+        """fn(held, *args), a generator function, in a worker → its updates as they come. Closing this
+        generator (Stop) cancels it there."""
+        worker, ident, replies = self._start("stream", fn, args)
+        finished = False
+        try:
+            while True:
+                message = replies.get()
+                if message[0] == "update":
+                    yield message[2]
+                elif message[0] == "done":
+                    finished = True
+                    return
+                else:
+                    finished = True
+                    self._raise(message, worker, fn)
+        finally:
+            worker.done(ident) if finished else worker.cancel(ident)
+
+    def on_each(self, fn, *args) -> list:
+        """fn(held, *args) in every worker, all at once (warming each one's caches) → their answers."""
+        with ThreadPoolExecutor(len(self.workers)) as each:
+            return list(each.map(lambda worker: self.call(fn, *args, worker=worker), list(self.workers)))
+
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self.workers]
+
+    def close(self):
+        self.closed = True
+        for worker in self.workers:
+            worker.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---------------------------------------------------------------- a worker process -------------
+
+class Serving:
+    """What a worker process does with its connection: make what it holds, then answer each request on a
+    thread of its own (a stream's updates sent as they come, until done or cancelled)."""
+
+    def __init__(self, connection: Connection):
+        self.connection, self.sending = connection, threading.Lock()
+        self.cancelled: dict[int, threading.Event] = {}
+        self.pool = ThreadPoolExecutor(THREADS_PER_WORKER, thread_name_prefix="toyviz-request")
+        _, hold, hold_args, send = connection.recv()
+        self.held = resolve(hold)(*hold_args)
+        self.encode = resolve(send) if send else (lambda value: value)
+        self._send(("ready", os.getpid()))
+
+    def _send(self, message: tuple):
+        with self.sending:
+            self.connection.send(message)
+
+    def serve(self):
+        while True:
+            try:
+                message = self.connection.recv()
+            except (EOFError, OSError):
+                return                      # the server is gone: so is this worker
+            if message[0] == "cancel":
+                self.cancelled.get(message[1], threading.Event()).set()
+            else:
+                kind, ident, fn, args = message
+                self.cancelled[ident] = threading.Event()
+                self.pool.submit(self._answer, kind, ident, fn, args)
+
+    def _answer(self, kind: str, ident: int, fn: str, args: tuple):
+        cancelled = self.cancelled[ident]
+        try:
+            function = resolve(fn)
+            if kind == "call":
+                self._send(("done", ident, self.encode(function(self.held, *args))))
+                return
+            updates = function(self.held, *args)
+            try:
+                for update in updates:
+                    if cancelled.is_set():
+                        break
+                    self._send(("update", ident, self.encode(update)))
+            finally:
+                updates.close()             # a generation's batch row leaves now, not when collected
+            if not cancelled.is_set():
+                self._send(("done", ident, None))
+        except UserError as err:
+            self._send(("user", ident, str(err)))
+        except Exception as err:
+            self._send(("fault", ident, fault(fn.rpartition(":")[2], err)))
+        finally:
+            self.cancelled.pop(ident, None)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="a toyviz worker process (started by toyviz.serving.workers)")
+    parser.add_argument("descriptor", type=int, help="this end of the socket pair the server made")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    from toyviz.serving.memory import keep_returning_freed_memory, settle_allocator
+    from toyviz.serving.server import share_cores
+    settle_allocator()
+    share_cores()
+    import torch
+    torch.set_num_threads(args.threads)
+    serving = Serving(Connection(args.descriptor))
+    keep_returning_freed_memory()
+    serving.serve()
+
+
+if __name__ == "__main__":
+    main()
