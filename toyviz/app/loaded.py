@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
+from toyviz.models.checkpoint import snapshots
 from toyviz.app.controls import MAX_PROMPT_CHARS, clamp
 
 
@@ -81,9 +82,7 @@ class Models:
 
     def snapshots(self) -> list[Path]:
         """Snapshot folders in training order, then the final checkpoint itself."""
-        folder = Path(self.need_gpt().source)
-        found = sorted(p for p in (folder / "snapshots").glob("step-*") if (p / "config.json").is_file())
-        return found + [folder]
+        return snapshots(Path(self.need_gpt().source))
 
     @staticmethod
     def layer_head(view, layer, head) -> tuple[int, int]:

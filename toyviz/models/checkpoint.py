@@ -108,6 +108,12 @@ def kind_of(folder: Path) -> str:
     raise CheckpointError(f"{config_file} describes neither a GPT nor a translator; {_fix(str(folder))}")
 
 
+def snapshots(folder: Path) -> list[Path]:
+    """A checkpoint's training snapshots (snapshots/step-*), in training order, then the final checkpoint itself."""
+    found = sorted(p for p in (folder / "snapshots").glob("step-*") if (p / "config.json").is_file())
+    return found + [folder]
+
+
 def load_folder(folder: Path, device: str = "cpu"):
     """→ (kind, model in eval mode on device, {stem: Tokenizer})."""
     kind = kind_of(folder)

@@ -43,6 +43,7 @@ NICE = 10                   # the run yields the cores to the app's serving proc
 STOP_WAIT_S = 1.0           # Stop waits this long for the run to end itself, then ends its process
 MAX_TEXT_CHARS = 200_000    # a pasted text beyond this is refused (a few KB is plenty)
 MIN_TEXT_CHARS = 200
+BORN_AT = 0.5               # a head's induction score this high: it has formed (the figures mark it, a lesson asks when)
 
 
 class RunRefused(UserError):
@@ -369,7 +370,7 @@ class LiveRuns:
 
 # ---------------------------------------------------------------- what a lesson asks of a run ----
 
-def crossing_step(run: Run, threshold: float = 0.5, pattern: str = "induction") -> int | None:
+def crossing_step(run: Run, threshold: float = BORN_AT, pattern: str = "induction") -> int | None:
     """The first recorded step at which some head's score (induction or previous) reached `threshold`:
     when the induction head was born, the answer to "after how many steps will the loss drop?"."""
     for record in run.records:
@@ -378,7 +379,7 @@ def crossing_step(run: Run, threshold: float = 0.5, pattern: str = "induction") 
     return None
 
 
-def plateau_loss(run: Run, threshold: float = 0.5) -> float:
+def plateau_loss(run: Run, threshold: float = BORN_AT) -> float:
     """The in-context loss on its plateau: the median over the records before the induction score first
     reaches `threshold` (all of them, when it never does), from the second record on (the first is at
     initialisation)."""

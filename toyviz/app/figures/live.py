@@ -7,12 +7,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from toyviz.app.figures import figure, heatmap, message, style, subplots, token_labels
-from toyviz.training.live import Run, crossing_step
+from toyviz.training.live import BORN_AT, Run, crossing_step
 
 LOSSES = (("loss", "all tokens", "#1f77b4"), ("early_loss", "early tokens (first time seen)", "#ff7f0e"),
           ("in_context_loss", "in-context: late tokens (seen before)", "#2ca02c"))
 SCORES = (("induction", "induction score"), ("previous", "previous-token score"))
-BORN_AT = 0.5               # the induction score at which the figures mark the head's birth
 
 
 def shown(run: Run, upto: int | None = None) -> list[dict]:

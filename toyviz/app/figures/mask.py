@@ -1,27 +1,12 @@
-"""The causal mask, switched off: does an earlier prediction change when a later word changes?
-
-With the mask, position t only reads positions ≤ t, so editing a later token leaves every earlier
-next-token distribution exactly as it was. Without it, the change leaks backwards — the model
-could read the very token it is asked to predict.
-"""
+"""The causal mask, switched off: does an earlier prediction change when a later word changes? The bars of
+what toyviz.interpret.causal_mask measures."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import torch
 
 from toyviz.app.figures import figure, style, token_labels
+from toyviz.interpret.causal_mask import first_difference, prediction_shift
 from toyviz.models.trace import Trace
-
-
-def first_difference(a: list[int], b: list[int]) -> int:
-    """Index of the first token where two prompts differ (their common length if one is a prefix)."""
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def prediction_shift(base: Trace, changed: Trace, upto: int) -> torch.Tensor:
-    """[upto] total-variation distance between the next-token distributions at each earlier position."""
-    p, q = base.logits[:upto].float().softmax(-1), changed.logits[:upto].float().softmax(-1)
-    return 0.5 * (p - q).abs().sum(-1)
 
 
 def leak_figure(base: Trace, changed: Trace, base_open: Trace, changed_open: Trace, *,

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import torch
 
 from toyviz.app.figures import figure, heatmap, message, numpy, pool, style, subplots, token_labels
+from toyviz.interpret.positions import distinguishability
 from toyviz.models.layers import ENCODING_VARIANTS, rope_angles, sinusoidal_encoding
 from toyviz.models.trace import Trace
 
@@ -106,15 +107,6 @@ def formula_explorer(d_model: int, length: int, *, projector: bool = False) -> g
     return encoding_heatmap(sinusoidal_encoding(length, d_model),
                             title=f"sin/cos encoding, d_model={d_model}, {length} positions",
                             filename=f"toyviz-sinusoidal-d{d_model}-T{length}", projector=projector)
-
-
-def distinguishability(pe) -> float:
-    """Smallest Euclidean distance between the encodings of two different positions: 0 means two
-    positions look identical to the model."""
-    x = torch.as_tensor(numpy(pe), dtype=torch.float64)
-    dist = torch.cdist(x, x)
-    dist.fill_diagonal_(math.inf)
-    return float(dist.min())
 
 
 def spot_the_bug(length: int = 128, d_model: int = 64, *, projector: bool = False) -> go.Figure:
