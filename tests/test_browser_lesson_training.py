@@ -6,7 +6,6 @@ import time
 
 from test_browser import WAIT, browser, expect, pytestmark  # noqa: F401
 from test_browser_lessons import COVERED, presenter_page, screen, server  # noqa: F401
-from toyviz.app import lessons
 from toyviz.app.watch import shared_runs
 from toyviz.training import live
 
@@ -26,7 +25,7 @@ def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser): 
         assert run is not None and run.recipe == "induction" and run.seed == 0
         screen(page, "lesson-watch-training")
         deadline = time.monotonic() + 300
-        while live.crossing_step(runs.current(), lessons.CROSSING) is None:
+        while live.crossing_step(runs.current(), live.BORN_AT) is None:
             if runs.current().records and not runs.current().running:
                 break
             assert time.monotonic() < deadline, "the lesson's run formed no head in 300 s"
@@ -34,7 +33,7 @@ def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser): 
         page.locator("#lesson-reveal").click()
         answer = page.locator("#lesson-bar .lesson-answer")
         expect()(answer).to_contain_text("The model:", timeout=WAIT)
-        step = live.crossing_step(runs.current(), lessons.CROSSING)
+        step = live.crossing_step(runs.current(), live.BORN_AT)
         assert f"step {step}" in answer.inner_text()
         expect()(page.locator("body")).not_to_have_class("lesson-hides", timeout=WAIT)
         screen(page, "lesson-watch-revealed")

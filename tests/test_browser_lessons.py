@@ -19,11 +19,11 @@ import urllib.request
 import pytest
 
 from test_browser import SHOTS, WAIT, browser, error_toasts, expect, open_app, pytestmark, settle, shot  # noqa: F401
-from toyviz.app import lessons
 from toyviz.app.explorer import Explorer
 from toyviz.classroom.store import Lectures
+from toyviz.lessons import library
 
-SAMPLING = lessons.load(lessons.SHIPPED / "sampling.md")
+SAMPLING = library.load(library.SHIPPED / "sampling.md")
 POLL_S = 1.0                     # issue #33: a phone follows the presenter within a second (phone.html's POLL_MS)
 FOLLOW_S = POLL_S + 0.5          # from the store's change: at most one poll's wait, then its answer drawn
 # on the phone's clock (ms since the epoch, as time.time() here): when #title first reads the given text, and when
@@ -82,10 +82,10 @@ class Server:
 
     def start(self):
         import app
-        self.lectures = Lectures(self.path, models=self.explorer)
+        self.lectures = Lectures(self.path)
         self.demo = app.build(self.explorer, self.lectures)
         self.demo.queue(default_concurrency_limit=4, max_size=64)
-        _, self.url, _ = self.demo.launch(**app.launch_options(self.lectures), server_name="127.0.0.1",
+        _, self.url, _ = self.demo.launch(**app.launch_options(self.demo.ui.presenter), server_name="127.0.0.1",
                                           server_port=self.port, prevent_thread_lock=True, quiet=True)
         return self
 

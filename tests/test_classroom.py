@@ -1,5 +1,6 @@
 """A lecture the class follows on phones (toyviz.classroom): its state on disk, the phones' routes over HTTP,
 the QR code, and a short run of the lecture benchmark."""
+import ast
 import datetime as dt
 import json
 import re
@@ -16,10 +17,14 @@ import segno
 from fastapi.testclient import TestClient
 
 from benchmarks import lecture, stream
-from toyviz.app import lessons, widgets
+from toyviz.app import widgets
+from toyviz.app.explorer import Explorer
+from toyviz.app.presenter import Presenter
 from toyviz.classroom import qr, routes, store
 from toyviz.classroom.store import ALPHABET, Lectures, NotPresenter
 from toyviz.classroom.throttle import Throttle
+from toyviz.lessons import answers, library
+from toyviz.lessons.library import lesson_of
 from toyviz.models.checkpoint import CHECKPOINTS
 
 CHROMIUM = stream.CHROMIUM
@@ -165,25 +170,64 @@ def test_a_code_expires_at_the_end_of_the_day_it_is_three_hours_old(lectures, mo
 
 
 def test_the_model_answers_at_the_first_reveal_only_and_the_answer_is_kept(tmp_path, tiny_gpt, monkeypatch):
-    lectures = Lectures(tmp_path / "lectures.sqlite3", models=tiny_gpt)
-    step = store.lesson_of("sampling").steps[0]
-    expected, calls = lessons.answer(step, tiny_gpt), []
-    monkeypatch.setattr(lessons, "answer", lambda *args: calls.append(args) or expected)
-    code, secret = lectures.start("sampling", len(store.lesson_of("sampling").steps))
+    lectures = Lectures(tmp_path / "lectures.sqlite3")
+    lectern = Presenter(Explorer(tiny_gpt, None), lectures)
+    step = lesson_of("sampling").steps[0]
+    expected, calls = answers.answer(step, tiny_gpt), []
+    monkeypatch.setattr(answers, "answer", lambda *args: calls.append(args) or expected)
+    code, secret = lectures.start("sampling", len(lesson_of("sampling").steps))
     assert lectures.answer(code, 0) is None
-    lectures.reveal(secret)
+    lectern.reveal(secret)
     lectures.move(secret, 1)
     lectures.move(secret, 0)
-    lectures.reveal(secret)
+    lectern.reveal(secret)
     assert len(calls) == 1 and lectures.answer(code, 0) == expected
     assert Lectures(lectures.path).answer(code, 0) == expected         # on disk, for the phones after a restart
 
 
 def test_a_lecture_names_a_shipped_lesson_or_a_file(tmp_path):
-    assert store.lesson_path("sampling") == lessons.SHIPPED / "sampling.md"
+    assert library.find("sampling") == library.SHIPPED / "sampling.md"
     mine = tmp_path / "mine.md"
     mine.write_text("---\ntitle: Mine\n---\n\n## One\ntab: tokens\n", encoding="utf-8")
-    assert store.lesson_of(str(mine)).title == "Mine" and store.lesson_step(str(mine), 1) is None
+    assert lesson_of(str(mine)).title == "Mine" and len(lesson_of(str(mine)).steps) == 1
+
+
+def test_one_resolver_names_a_lecturers_lesson_and_the_store_only_stores(tmp_path, monkeypatch):
+    """The lecturer's own lesson of a shipped lesson's name is the one a lecture reads (as the picker lists it);
+    the store and the phones' routes import neither the models nor torch, nor the app: a reveal's answer is
+    handed to them."""
+    (tmp_path / "sampling.md").write_text("---\ntitle: Mine\n---\n\n## One\n", encoding="utf-8")
+    monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
+    assert library.find("sampling") == library.available()["sampling"] == tmp_path / "sampling.md"
+    assert lesson_of("sampling").title == "Mine"
+    for module in ("toyviz.classroom.store", "toyviz.classroom.routes"):
+        reached = imports_reached(module)
+        assert "torch" not in reached and not {m for m in reached if m.startswith(("toyviz.models", "toyviz.api",
+                                                                                   "toyviz.interpret"))}, module
+        # of the app, only the deep-link vocabulary a lesson's views are written in (and its package's face)
+        assert {m for m in reached if m.startswith("toyviz.app")} <= {"toyviz.app", "toyviz.app.controls",
+                                                                      "toyviz.app.links"}, module
+
+
+def imports_reached(module: str) -> set[str]:
+    """The modules `module`'s source imports, followed through toyviz's own ("torch" for any of torch's), but not
+    through toyviz's package face (toyviz/__init__.py, which loads the models for `toyviz.load`)."""
+    root, reached, todo = Path(__file__).resolve().parent.parent, set(), [module]
+    while todo:
+        name = todo.pop()
+        file, package = root / (name.replace(".", "/") + ".py"), root / name.replace(".", "/") / "__init__.py"
+        path = file if file.is_file() else package if name != "toyviz" and package.is_file() else None
+        if name.split(".")[0] == "torch":
+            reached.add("torch")
+        if name in reached or path is None:
+            continue
+        reached.add(name)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                todo += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return reached - {module}
 
 
 # ---------------------------------------------------------------- the QR code ----------
@@ -223,7 +267,7 @@ def phones(lectures):
     """An HTTP client of a FastAPI app with the lecture routes attached, and a Sampling lecture on it."""
     app = fastapi.FastAPI()
     routes.attach(app, lectures)
-    code, secret = lectures.start("sampling", len(store.lesson_of("sampling").steps))
+    code, secret = lectures.start("sampling", len(lesson_of("sampling").steps))
     return TestClient(app), code, secret
 
 
@@ -239,9 +283,9 @@ def test_now_is_the_current_step_small_and_304_while_unchanged(phones):
     client, code, secret = phones
     first = client.get(f"/class/{code}/now")
     body, tag = first.json(), first.headers["etag"]
-    step = store.lesson_of("sampling").steps[0]
+    step = lesson_of("sampling").steps[0]
     assert (body["step"], body["steps"], body["revealed"], body["question"], body["choices"]) == \
-           (0, len(store.lesson_of("sampling").steps), False, step.question.ask, list(step.question.choices))
+           (0, len(lesson_of("sampling").steps), False, step.question.ask, list(step.question.choices))
     assert body["link"] == step.link and "answer" not in body and "tally" not in body
     assert len(first.content) < 400
     again = client.get(f"/class/{code}/now", headers={"If-None-Match": tag})
@@ -287,13 +331,13 @@ def test_votes_over_http_once_per_device_then_the_reveal_shows_them_beside_the_a
 
 
 def test_after_the_reveal_phones_get_the_models_answer(tmp_path, tiny_gpt):
-    lectures = Lectures(tmp_path / "lectures.sqlite3", models=tiny_gpt)
+    lectures = Lectures(tmp_path / "lectures.sqlite3")
     app = fastapi.FastAPI()
-    routes.attach(app, lectures)
+    routes.attach(app, lectures, Presenter(Explorer(tiny_gpt, None), lectures).reveal_lecture)
     client = TestClient(app)
     code, secret = lectures.start("sampling", 3)
     client.post(f"/class/{code}/reveal", json={"secret": secret})
-    expected = lessons.answer(store.lesson_of("sampling").steps[0], tiny_gpt)
+    expected = answers.answer(lesson_of("sampling").steps[0], tiny_gpt)
     assert client.get(f"/class/{code}/now").json()["answer"] == {"value": expected.value, "detail": expected.detail,
                                                                  "choice": expected.choice}
 
@@ -409,7 +453,7 @@ def test_the_phone_page_types_an_answer_explores_and_says_when_a_code_is_wrong(s
 
         phone.locator("#explore-button").click()                       # the app over the lecture, at the step's view
         expect(phone.frame_locator("#app").locator("#app-page")).to_have_text("the app")
-        assert phone.locator("#app").get_attribute("src") == "/" + store.lesson_of(lesson).steps[0].link
+        assert phone.locator("#app").get_attribute("src") == "/" + lesson_of(lesson).steps[0].link
         lectures.move(secret, 1)
         expect(phone.locator("#moved")).to_have_text("The presenter is on step 2 of 2.")
         phone.locator("#back").click()

@@ -4,8 +4,10 @@ import time
 
 import pytest
 
-from toyviz.app import lessons, presenter, watch
+from toyviz.app import presenter
 from toyviz.errors import UserError
+from toyviz.lessons import answers, library
+from toyviz.lessons.format import LessonError, matches, parse
 from toyviz.training import live
 
 LESSON = """---
@@ -43,36 +45,35 @@ def record(step, score):
 @pytest.fixture
 def runs(monkeypatch):
     fake = FakeRuns()
-    monkeypatch.setattr(watch, "shared_runs", lambda: fake)
     monkeypatch.setattr(presenter, "shared_runs", lambda: fake)
     return fake
 
 
 def test_a_train_setting_is_read_and_a_wrong_recipe_named_with_its_line():
-    step = lessons.parse(LESSON).steps[0]
+    step = parse(LESSON).steps[0]
     assert step.train == "induction" and step.view["tab"] == "watch"
-    with pytest.raises(lessons.LessonError, match=r"line 7: train: starts a live run of induction"):
-        lessons.parse(LESSON.replace("train: induction", "train: text"))
+    with pytest.raises(LessonError, match=r"line 7: train: starts a live run of induction"):
+        parse(LESSON.replace("train: induction", "train: text"))
 
 
 def test_the_answer_is_the_step_the_run_formed_its_head_at(runs):
-    step = lessons.parse(LESSON).steps[0]
+    step = parse(LESSON).steps[0]
     with pytest.raises(UserError, match="no induction run"):
-        lessons.answer(step, None)
+        answers.answer(step, None, runs)
     runs.start("induction")
     runs.run.records = [record(0, 0.05), record(100, 0.2)]
     with pytest.raises(UserError, match="still training .step 100 of 600"):
-        lessons.answer(step, None)                         # no answer while on the plateau: nothing stored
+        answers.answer(step, None, runs)                         # no answer while on the plateau: nothing stored
     runs.run.records += [record(110, 0.49), record(120, 0.7), record(130, 0.95)]
-    answer = lessons.answer(step, None)
+    answer = answers.answer(step, None, runs)
     assert (answer.value, answer.choice) == ("120", 1) and "step 120" in answer.detail
     runs.run.state, runs.run.records = "finished", [record(0, 0.05), record(600, 0.3)]
-    assert lessons.answer(step, None).value == "never" and lessons.answer(step, None).choice == 3
+    assert answers.answer(step, None, runs).value == "never" and answers.answer(step, None, runs).choice == 3
 
 
 def test_showing_the_step_starts_one_run_and_not_a_second_while_it_runs(runs):
     lecture = type("L", (), {"revealed": False})()
-    shown = type("S", (), {"step": lessons.parse(LESSON).steps[0], "lecture": lecture})()
+    shown = type("S", (), {"step": parse(LESSON).steps[0], "lecture": lecture})()
     presenter.trained(shown)
     presenter.trained(shown)                               # Next and Prev back while it runs
     assert runs.started == [("induction", 0)]
@@ -85,21 +86,17 @@ def test_showing_the_step_starts_one_run_and_not_a_second_while_it_runs(runs):
 def test_the_shipped_lesson_is_answered_by_a_real_run():
     """The shipped Watch it learn lesson, its run for real (seed 0, ~30-60 s on 2 cores): the answer is a step
     in one of its choices."""
-    lesson = lessons.parse((lessons.SHIPPED / "watch-it-learn.md").read_text(), "watch-it-learn")
+    lesson = parse((library.SHIPPED / "watch-it-learn.md").read_text(), "watch-it-learn")
     step = lesson.steps[0]
     runs = live.LiveRuns()
     runs.start(step.train, seed=0)
-    import toyviz.app.watch as w
-    original = w.shared_runs
-    w.shared_runs = lambda: runs
     try:
         deadline = time.monotonic() + 300
-        while runs.current().running and live.crossing_step(runs.current(), lessons.CROSSING) is None:
+        while runs.current().running and live.crossing_step(runs.current(), live.BORN_AT) is None:
             assert time.monotonic() < deadline, "the run formed no head in 300 s"
             time.sleep(1)
-        answer = lessons.answer(step, None)
+        answer = answers.answer(step, None, runs)
     finally:
-        w.shared_runs = original
         runs.stop()
     assert answer.value.isdigit() and answer.choice is not None
-    assert lessons.matches(step.question.choices[answer.choice], answer.value)
+    assert matches(step.question.choices[answer.choice], answer.value)

@@ -1,18 +1,19 @@
-"""Lesson files (toyviz.app.lessons): the shipped lessons parse, fit the shipped model, open the views they
+"""Lesson files (toyviz.lessons): the shipped lessons parse, fit the shipped model, open the views they
 name and have their questions answered by the live model; a mistake in a file gives one message naming its line."""
 import html
 from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pytest
-import torch
 
 import toyviz
-from toyviz.app import links, lessons
+from toyviz.app import links
 from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
-from toyviz.app.lessons import LessonError
 from toyviz.errors import UserError
+from toyviz.lessons import answers, library
+from toyviz.lessons.check import check
+from toyviz.lessons.format import LIVE_ANSWERS, Lesson, LessonError, Question, matches, parse
 
 SHIPPED_GPT = Path(__file__).resolve().parent.parent / "checkpoints" / "gpt" / "config.json"
 needs_shipped = pytest.mark.skipif(not SHIPPED_GPT.is_file(), reason="the shipped GPT checkpoint is missing")
@@ -20,15 +21,16 @@ needs_shipped = pytest.mark.skipif(not SHIPPED_GPT.is_file(), reason="the shippe
 HEAD = "---\ntitle: A test lesson\n---\n\n"          # 4 lines: a step's heading is line 5
 
 
-def lesson(body: str) -> lessons.Lesson:
-    return lessons.parse(HEAD + body, "test.md")
+def lesson(body: str) -> Lesson:
+    return parse(HEAD + body, "test.md")
 
 
-def error(body: str, models=None) -> LessonError:
+def error(body: str, *models, **dictionary) -> LessonError:
+    """The LessonError of a lesson's body, parsed and (given the models: GPT, translator) checked against them."""
     with pytest.raises(LessonError) as caught:
         parsed = lesson(body)
-        if models is not None:
-            lessons.check(parsed, models)
+        if models:
+            check(parsed, *models, **dictionary)
     return caught.value
 
 
@@ -48,7 +50,7 @@ def test_a_step_keeps_the_previous_view_and_changes_what_it_names():
     assert (one.title, one.text, one.question, one.line) == ("One", "Some *text*.", None, 5)
     assert one.view == {**DEFAULTS, "tab": "inside", "layer": 1, "prompt": " two spaces  "}
     assert two.view == {**one.view, "head": 2}
-    assert two.question == lessons.Question("Which?", "top token", (" be", "b"), 16)
+    assert two.question == Question("Which?", "top token", (" be", "b"), 16)
     assert two.point == "the bars" and two.origin == {"tab": 6, "layer": 7, "prompt": 8, "head": 13}
 
 
@@ -87,13 +89,13 @@ def test_each_mistake_gives_one_message_naming_its_line(body, line, says):
 ])
 def test_a_broken_front_matter_is_named_too(text, line, says):
     with pytest.raises(LessonError) as caught:
-        lessons.parse(text, "front.md")
+        parse(text, "front.md")
     assert caught.value.line == line and says in str(caught.value)
 
 
 def test_number_choices_match_ranges():
-    assert lessons.matches("be", " be") and lessons.matches("2-4", "3") and lessons.matches("201+", "354")
-    assert not lessons.matches("2-4", "5") and not lessons.matches("bee", " be") and not lessons.matches("1", "10")
+    assert matches("be", " be") and matches("2-4", "3") and matches("201+", "354")
+    assert not matches("2-4", "5") and not matches("bee", " be") and not matches("1", "10")
 
 
 # ---------------------------------------------------------------- against a model ----------
@@ -106,14 +108,14 @@ def test_a_view_the_model_has_not_is_refused_at_the_line_that_set_it(tiny_gpt):
     assert err.line == 6 and "the GPT has 4 heads" in str(err)
     err = error("## S\nprompt: a b\n\n## T\nquery: 60\n", tiny_gpt)
     assert err.line == 9 and "query 60: the prompt is" in str(err)
-    assert lessons.check(lesson("## S\nlayer: 1\nhead: 3\nquery: -1\n"), tiny_gpt).steps[0].view["layer"] == 1
+    assert check(lesson("## S\nlayer: 1\nhead: 3\nquery: -1\n"), tiny_gpt).steps[0].view["layer"] == 1
 
 
 def test_a_translator_view_is_checked_against_the_translator(tiny_gpt, tiny_translator):
-    both = Explorer(tiny_gpt, tiny_translator)
-    err = error("## S\nmodel: decoder\nlayer: 2\n", both)
+    both = (tiny_gpt, tiny_translator)
+    err = error("## S\nmodel: decoder\nlayer: 2\n", *both)
     assert err.line == 7 and "the translator's decoder has 2 layers" in str(err)
-    lessons.check(lesson("## S\nmodel: encoder\nlayer: 1\nhead: 3\n"), both)
+    check(lesson("## S\nmodel: encoder\nlayer: 1\nhead: 3\n"), *both)
 
 
 def test_answers_come_from_the_model_not_the_file(tiny_gpt):
@@ -123,11 +125,11 @@ def test_answers_come_from_the_model_not_the_file(tiny_gpt):
                     "## U\nlayer: 1\nhead: 2\nquery: 2\nanswer: attended token\nask: ?\n")
     for step in parsed.steps[:2]:
         logits = tiny_gpt.trace(step.view["prompt"]).logits[-1]
-        assert lessons.answer(step, tiny_gpt).value == tiny_gpt.tokenizer.piece(int(logits.argmax()))
-    assert lessons.answer(parsed.steps[0], tiny_gpt).choice is None      # no choices given: the class types it
+        assert answers.answer(step, tiny_gpt).value == tiny_gpt.tokenizer.piece(int(logits.argmax()))
+    assert answers.answer(parsed.steps[0], tiny_gpt).choice is None      # no choices given: the class types it
     step = parsed.steps[2]
     weights = tiny_gpt.trace(step.view["prompt"]).attention[1, 2, 2]
-    got = lessons.answer(step, tiny_gpt)
+    got = answers.answer(step, tiny_gpt)
     assert got.value == tiny_gpt.trace(step.view["prompt"]).tokens[int(weights.argmax())]
     assert got.choice is None and f"{float(weights.max()):.0%}" in got.detail
 
@@ -137,24 +139,24 @@ def test_the_shipped_answer_changes_with_the_prompt(shipped_explorer):
     base = lesson("## S\ntab: sample\nprompt: To be, or not to\nask: ?\nchoices: be | king\nanswer: top token\n")
     other = lesson("## S\ntab: sample\nprompt: The king is dead. Long live the\nask: ?\nchoices: be | king\n"
                    "answer: top token\n")
-    first, second = (lessons.answer(p.steps[0], shipped_explorer) for p in (base, other))
+    first, second = (answers.answer(p.steps[0], shipped_explorer.gpt) for p in (base, other))
     assert (first.value, first.choice, second.value, second.choice) == (" be", 0, " king", 1)
 
 
 @needs_shipped
 def test_a_feature_the_shipped_dictionary_has_not_is_refused(shipped_explorer):
     features = len(shipped_explorer.features())
-    lessons.check(lesson(f"## S\ntab: features\nfeature: {features - 1}\n"), shipped_explorer)
-    err = error(f"## S\ntab:features\nfeature:{features}\n", shipped_explorer)      # no space after ":" is fine
+    check(lesson(f"## S\ntab: features\nfeature: {features - 1}\n"), shipped_explorer.gpt, features=shipped_explorer.features)
+    err = error(f"## S\ntab:features\nfeature:{features}\n", shipped_explorer.gpt, features=shipped_explorer.features)      # no space after ":" is fine
     assert err.line == 7 and f"dictionary has {features} features" in str(err)
 
 
 # ---------------------------------------------------------------- the shipped lessons ----------
 
 @needs_shipped
-@pytest.mark.parametrize("path", lessons.shipped(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", library.shipped(), ids=lambda p: p.stem)
 def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_explorer):
-    parsed = lessons.load(path, shipped_explorer)
+    parsed = check(library.load(path), shipped_explorer.gpt, features=shipped_explorer.features)
     assert len(parsed.steps) >= 5 and sum(s.question is not None for s in parsed.steps) >= 3
     sizes = shipped_explorer.sizes()
     upper = {"layer": sizes.layers - 1, "head": sizes.heads - 1, "query": sizes.context - 1,
@@ -165,11 +167,11 @@ def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_expl
 
 
 @needs_shipped
-@pytest.mark.parametrize("path", lessons.shipped(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", library.shipped(), ids=lambda p: p.stem)
 def test_every_shipped_question_is_answered_by_the_model_among_its_choices(path, shipped_explorer):
-    for step in lessons.load(path).steps:
-        if step.question and step.question.answer not in lessons.LIVE_ANSWERS:   # a live run's: test_lesson_training
-            got = lessons.answer(step, shipped_explorer)
+    for step in library.load(path).steps:
+        if step.question and step.question.answer not in LIVE_ANSWERS:   # a live run's: test_lesson_training
+            got = answers.answer(step, shipped_explorer.gpt)
             assert got.value and got.detail
             assert got.choice is not None, f"{step.title}: the model says {got.value!r}, no choice matches"
 
@@ -178,16 +180,16 @@ def test_the_picker_lists_the_shipped_lessons_and_the_lecturers_own(tmp_path, mo
     (tmp_path / "mine.md").write_text(HEAD + "## S\n", encoding="utf-8")
     (tmp_path / "broken.md").write_text("no front matter\n", encoding="utf-8")
     monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
-    assert lessons.catalogue() == [("Attention from the ground up", "attention-from-the-ground-up"),
+    assert library.catalogue() == [("Attention from the ground up", "attention-from-the-ground-up"),
                                    ("Sampling", "sampling"), ("Watch it learn", "watch-it-learn"),
                                    ("broken.md", "broken"), ("A test lesson", "mine")]
 
 
 def test_the_lessons_are_shipped_as_package_data():
-    assert [p.name for p in lessons.shipped()] == ["attention-from-the-ground-up.md", "sampling.md",
+    assert [p.name for p in library.shipped()] == ["attention-from-the-ground-up.md", "sampling.md",
                                                     "watch-it-learn.md"]
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
-    assert '"lessons/*.md"' in pyproject
+    assert '"shipped/*.md"' in pyproject
 
 
 # ---------------------------------------------------------------- the presenter ----------
@@ -207,7 +209,7 @@ def presenting(tmp_path, tiny_gpt, monkeypatch):
     (tmp_path / "three-steps.md").write_text(PRESENTED, encoding="utf-8")
     monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
     explorer = Explorer(tiny_gpt, None)
-    return Presenter(explorer, Lectures(tmp_path / "lectures.sqlite3", models=explorer)), "three-steps"
+    return Presenter(explorer, Lectures(tmp_path / "lectures.sqlite3")), "three-steps"
 
 
 def test_a_lesson_link_starts_a_lecture_whose_steps_are_deep_links(presenting):
@@ -241,7 +243,7 @@ def test_a_question_is_covered_until_reveal_then_the_model_answers_beside_the_vo
     assert "3 votes so far" in waiting and "The model:" not in waiting and "the bars" not in waiting
     shown = lectern.reveal(shown.secret)
     assert not shown.hides and not presenter.client(shown)["hide"]
-    truth = lessons.answer(shown.step, tiny_gpt)
+    truth = answers.answer(shown.step, tiny_gpt)
     revealed = presenter.bar(shown, lectern.lectures, "/")
     assert f"The model:</b> {html.escape(presenter.shown_text(truth.value))} — {html.escape(truth.detail)}" in revealed
     assert "the class: 3 votes" in revealed and "the bars" in revealed
@@ -254,7 +256,7 @@ def test_a_presenter_link_reopens_the_lecture_after_a_restart(presenting, tmp_pa
     lectern, name = presenting
     shown = lectern.move(lectern.open({"lesson": name}).secret, +1)
     lectern.lectures.vote(shown.lecture.code, "phone-aaaa", "b")
-    restarted = Presenter(lectern.explorer, Lectures(tmp_path / "lectures.sqlite3", models=lectern.explorer))
+    restarted = Presenter(lectern.explorer, Lectures(tmp_path / "lectures.sqlite3"))
     again = restarted.open({"present": shown.secret})
     assert (again.lecture.code, again.lecture.step) == (shown.lecture.code, 1)
     assert restarted.open({"lecture": shown.lecture.code}, stored=shown.secret).lecture.step == 1

@@ -6,8 +6,9 @@ restart or from another laptop. The secret is the only key that moves a lecture,
 page, which a projector shows to the hall: the page keeps it in the lecturer's localStorage and swaps the address
 for `?lecture=CODE` (KEEP_SECRET), which this browser alone can reopen. Each step's view is its deep link
 (`view`), applied as app.py applies any link. A question step covers what answers it until Reveal (the
-`lesson-hides` class, page.css); the Reveal shows the model's answer, computed once by the store, beside the
-class's votes. Plain Python and page script: app.py wires it.
+`lesson-hides` class, page.css); the Reveal asks the model once (toyviz.lessons.answers) and hands its answer to the
+store, which keeps it for the bar and the phones, beside the class's votes. Plain Python and page script: app.py
+wires it.
 """
 from __future__ import annotations
 
@@ -19,11 +20,14 @@ from urllib.parse import parse_qsl
 
 from markdown_it import MarkdownIt
 
-from toyviz.app import lessons, links
+from toyviz.app import links
 from toyviz.app.watch import shared_runs
 from toyviz.classroom import qr
-from toyviz.classroom.store import Lecture, Lectures, lesson_of, lesson_path
+from toyviz.classroom.store import Lecture, Lectures
 from toyviz.errors import UserError
+from toyviz.lessons import answers, library
+from toyviz.lessons.check import check
+from toyviz.lessons.format import Answer, Lesson, Question, Step, matches
 
 STORED = "toyviz-presenter-"            # localStorage key prefix: + the join code → the presenter's secret
 MARKDOWN = MarkdownIt("commonmark", {"html": False})      # a lesson's text: its own HTML shows as text
@@ -95,11 +99,11 @@ if (!window.toyvizLessonKeys) {
 class Shown:
     """What the page shows of the lecture it drives."""
     lecture: Lecture
-    lesson: lessons.Lesson
+    lesson: Lesson
     secret: str
 
     @property
-    def step(self) -> lessons.Step:
+    def step(self) -> Step:
         return self.lesson.steps[self.lecture.step]
 
     @property
@@ -109,7 +113,7 @@ class Shown:
 
     @property
     def name(self) -> str:
-        """The lesson as the Lessons picker names it (lessons.available: a file's name without .md)."""
+        """The lesson as the Lessons picker names it (library.available: a file's name without .md)."""
         return Path(self.lecture.lesson).stem
 
 
@@ -123,19 +127,18 @@ class Presenter:
     @property
     def lectures(self) -> Lectures:
         if self.given is None:
-            self.given = Lectures(models=self.explorer)
+            self.given = Lectures()
         return self.given
 
     def start(self, name: str) -> Shown:
-        """A new lecture of an available lesson (lessons.available: "sampling", or one of the lecturer's own),
-        checked against the loaded model."""
-        found = lessons.available()
+        """A new lecture of an available lesson (library.available: "sampling", or one of the lecturer's own),
+        checked against the loaded models."""
+        found = library.available()
         if name not in found:
             raise UserError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
-        # the store names a shipped lesson by its name, any other by its file
-        kept = name if lesson_path(name) == found[name] else str(found[name])
-        lesson = lessons.check(lesson_of(kept), self.explorer)
-        _, secret = self.lectures.start(kept, len(lesson.steps))
+        explorer = self.explorer
+        lesson = check(library.lesson_of(name), explorer.need_gpt(), explorer.translator, explorer.features)
+        _, secret = self.lectures.start(name, len(lesson.steps))
         return trained(self.shown(secret))
 
     def shown(self, secret: str) -> Shown:
@@ -143,7 +146,7 @@ class Presenter:
         if lecture is None:
             raise UserError("this presenter link is unknown or its lecture has ended (a code lasts the day): "
                             "open the lesson again")
-        return Shown(lecture, lesson_of(lecture.lesson), secret)
+        return Shown(lecture, library.lesson_of(lecture.lesson), secret)
 
     def open(self, query: dict, stored: str = "") -> Shown | None:
         """The lecture a page's address opens: ?lesson=NAME a new one, ?present=SECRET that one, ?lecture=CODE the
@@ -167,8 +170,17 @@ class Presenter:
         return trained(self.shown(secret))
 
     def reveal(self, secret: str) -> Shown:
-        self.lectures.reveal(secret)
+        """The presenter's Reveal: the model answers the step's question (at its first reveal only) and the store
+        keeps the answer with the step."""
+        shown = self.shown(secret)
+        lecture, step = shown.lecture, shown.step
+        asked = step.question is not None and not self.lectures.closed(lecture.code, lecture.step)
+        self.lectures.reveal(secret, answers.answer(step, self.explorer.gpt, shared_runs()) if asked else None)
         return self.shown(secret)
+
+    def reveal_lecture(self, secret: str) -> Lecture:
+        """The Reveal sent by the phones' routes (toyviz.classroom.routes): the lecture it leaves."""
+        return self.reveal(secret).lecture
 
 
 def trained(shown: Shown) -> Shown:
@@ -222,13 +234,13 @@ def join_box(code: str, root: str) -> str:
             f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1])}</div></div></div>")
 
 
-def votes_chart(question: lessons.Question, tally: dict[str, int], answer: lessons.Answer | None) -> str:
+def votes_chart(question: Question, tally: dict[str, int], answer: Answer | None) -> str:
     """The class's votes as small bars, the model's choice marked; a typed question shows its six commonest."""
     rows = question.choices or tuple(tally)[:6]
     total, most = sum(tally.values()), max(tally.values(), default=0)
     lines = []
     for choice in rows:
-        right = answer is not None and lessons.matches(choice, answer.value)
+        right = answer is not None and matches(choice, answer.value)
         count = tally.get(choice, 0)
         width = 100 * count / most if most else 0
         lines.append(f"<tr class='{'lesson-right' if right else ''}'><td>{'✓ ' if right else ''}"

@@ -10,12 +10,14 @@
 Phones poll /now about once a second instead of holding one of Gradio's queued events open (a `gr.Timer` tick is
 a queued event, and a sleeping phone's timer stops anyway). An unchanged step costs one SQLite read and a 304 of
 no body; a changed one is built once per version and shared by every phone. `attach` adds the routes to a running
-Gradio app: `demo.app` once `demo.launch(..., prevent_thread_lock=True)` has returned.
+Gradio app: `demo.app` once `demo.launch(..., prevent_thread_lock=True)` has returned. A reveal is the presenter's
+(toyviz.app.presenter: it asks the model and hands the answer to the store), passed in as `reveal`.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import fastapi
@@ -23,10 +25,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from toyviz.app.lessons import LessonError
 from toyviz.classroom import store
-from toyviz.classroom.store import LONGEST_CHOICE, Lecture, Lectures, lesson_of, normal
+from toyviz.classroom.store import LONGEST_CHOICE, Lecture, Lectures, normal
 from toyviz.classroom.throttle import Throttle
+from toyviz.lessons.format import LessonError
+from toyviz.lessons.library import lesson_of
 
 # the page's typed answer holds what a vote may hold (its maxlength and counter), said once, here and in the store
 PAGE = Path(__file__).with_name("phone.html").read_text(encoding="utf-8").replace("__LONGEST_CHOICE__", str(LONGEST_CHOICE))
@@ -55,9 +58,10 @@ class Secret(BaseModel):
     secret: str
 
 
-def attach(app: fastapi.FastAPI, lectures: Lectures) -> None:
-    """Serve the phones' page and routes from `app` (the Gradio app's FastAPI app, `demo.app`)."""
-    app.include_router(router(lectures))
+def attach(app: fastapi.FastAPI, lectures: Lectures, reveal: Callable[[str], Lecture] | None = None) -> None:
+    """Serve the phones' page and routes from `app` (the Gradio app's FastAPI app, `demo.app`). `reveal`: the
+    presenter's reveal, secret → the lecture revealed (None: the store's own, with no model to answer)."""
+    app.include_router(router(lectures, reveal or lectures.reveal))
 
 
 def client(request: Request) -> str:
@@ -116,7 +120,7 @@ def current(lectures: Lectures, lecture: Lecture) -> dict:
     return now
 
 
-def router(lectures: Lectures) -> APIRouter:
+def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
     api = APIRouter(prefix="/class")
     joins, votes = Throttle(*JOINS), Throttle(*VOTES)
     built: dict[tuple[str, int], bytes] = {}                  # (code, version) → the /now body
@@ -172,7 +176,7 @@ def router(lectures: Lectures) -> APIRouter:
         return presenter(code, move.secret, request, lambda: lectures.move(move.secret, move.step))
 
     @api.post("/{code}/reveal")
-    def reveal(code: str, body: Secret, request: Request):
-        return presenter(code, body.secret, request, lambda: lectures.reveal(body.secret))
+    def reveal_step(code: str, body: Secret, request: Request):
+        return presenter(code, body.secret, request, lambda: reveal(body.secret))
 
     return api

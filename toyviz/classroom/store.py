@@ -1,5 +1,8 @@
 """A lecture's state on disk: which lesson, which step, revealed or not, the class's votes, the model's answers.
 
+It only stores: the model's answer to a step is computed by whoever reveals it (toyviz.app.presenter) and handed
+over; the lesson a lecture names is read by toyviz.lessons.library.
+
 SQLite from the standard library, so that a Space restarting mid-lecture comes back on the same step with the
 same votes. Two keys open a lecture (reveal.js multiplex's idea, the W3C TAG's capability URLs):
 - the join code, short and typed by 120 students off a projector: it grants only following and voting;
@@ -24,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from toyviz.app import lessons
 from toyviz.errors import UserError
+from toyviz.lessons.format import Answer
 
 DEFAULT_PATH = Path("~/.cache/toyviz/lectures.sqlite3")
 # a Hugging Face Space's own disk is emptied when the Space restarts; its persistent storage, where bought, is
@@ -59,7 +62,7 @@ class NotPresenter(UserError):
 @dataclass(frozen=True)
 class Lecture:
     code: str                # the join code
-    lesson: str              # what `start` was given: a shipped lesson's name or a lesson file's path
+    lesson: str              # what `start` was given: a lesson's name (toyviz.lessons.library.find reads it)
     step: int                # 0 .. steps-1
     steps: int
     revealed: bool           # the current step's answer is out
@@ -92,14 +95,12 @@ def normal(code: str) -> str:
 
 class Lectures:
     """Every lecture in one SQLite file: `path`, else $TOYVIZ_LECTURES, else /data/toyviz/lectures.sqlite3 on a Space
-    with persistent storage, else ~/.cache/toyviz/lectures.sqlite3.
-    Given `models` (the app's Explorer, or a GPT), a reveal computes the step's answer with the live model once
-    and stores it, so a hundred phones read it instead of recomputing it."""
+    with persistent storage, else ~/.cache/toyviz/lectures.sqlite3. A step's answer is stored as its first reveal
+    hands it over, so a hundred phones read it instead of recomputing it."""
 
-    def __init__(self, path=None, models=None):
+    def __init__(self, path=None):
         self.path = Path(path or os.environ.get("TOYVIZ_LECTURES") or default_path()).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.models = models
         self.local = threading.local()
         with self.db() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -139,11 +140,11 @@ class Lectures:
         return self.db().execute("SELECT 1 FROM answers WHERE code = ? AND step = ?",
                                  (normal(code), step)).fetchone() is not None
 
-    def answer(self, code: str, step: int) -> lessons.Answer | None:
-        """The model's answer to a step's question, as stored at its reveal (None: not revealed, or no model)."""
+    def answer(self, code: str, step: int) -> Answer | None:
+        """The model's answer to a step's question, as stored at its reveal (None: not revealed, or no answer)."""
         row = self.db().execute("SELECT value, detail, choice FROM answers WHERE code = ? AND step = ?",
                                 (normal(code), step)).fetchone()
-        return None if row is None or row[0] is None else lessons.Answer(*row)
+        return None if row is None or row[0] is None else Answer(*row)
 
     # ------------------------------------------------------------ changing ---
 
@@ -186,21 +187,16 @@ class Lectures:
         lecture = self.driven(secret)
         return self.change(lecture, min(max(int(step), 0), lecture.steps - 1), False)
 
-    def reveal(self, secret: str) -> Lecture:
-        """The presenter reveals the current step: its votes close, and (given models, the first time only) the
-        live model answers its question and the answer is stored with the step."""
+    def reveal(self, secret: str, answer: Answer | None = None) -> Lecture:
+        """The presenter reveals the current step: its votes close for good, and `answer` (the model's, computed by
+        the caller; None: no model answered) is kept with the step. Only the first reveal's answer is kept: ask
+        `closed` before computing one."""
         lecture = self.driven(secret)
         code, step = lecture.code, lecture.step
-        if not self.closed(code, step):
-            found = self.answered_by_model(lecture)
-            row = (found.value, found.detail, found.choice) if found else (None, None, None)
-            with self.db() as db:
-                db.execute("INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?)", (code, step, *row))
+        row = (answer.value, answer.detail, answer.choice) if answer else (None, None, None)
+        with self.db() as db:
+            db.execute("INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?)", (code, step, *row))
         return self.change(lecture, step, True)
-
-    def answered_by_model(self, lecture: Lecture) -> lessons.Answer | None:
-        step = lesson_step(lecture.lesson, lecture.step) if self.models is not None else None
-        return lessons.answer(step, self.models) if step and step.question else None
 
     def vote(self, code: str, device: str, choice: str) -> bool:
         """One vote of a device on the lecture's current step. False (and nothing stored) when the lecture is
@@ -217,28 +213,3 @@ class Lectures:
                 "(SELECT COUNT(*) FROM votes WHERE code = ? AND step = ?) < ?",
                 (*args, device[:64], choice, *args, *args, VOTES_PER_STEP))
             return inserted.rowcount == 1
-
-
-# ---------------------------------------------------------------- the lesson behind a lecture ----------
-
-LOADED: dict[tuple[str, float], lessons.Lesson] = {}
-
-
-def lesson_path(name: str) -> Path:
-    """A lecture's lesson: a shipped lesson's name ("sampling") or a lesson file's path."""
-    shipped = {path.stem: path for path in lessons.shipped()}
-    return shipped[name] if name in shipped else Path(name)
-
-
-def lesson_of(name: str) -> lessons.Lesson:
-    """The parsed lesson, read again only when its file changes (a lecturer fixing a typo mid-class)."""
-    path = lesson_path(name)
-    key = (str(path), path.stat().st_mtime)
-    if key not in LOADED:
-        LOADED[key] = lessons.load(path)
-    return LOADED[key]
-
-
-def lesson_step(name: str, step: int) -> lessons.Step | None:
-    steps = lesson_of(name).steps
-    return steps[step] if 0 <= step < len(steps) else None
