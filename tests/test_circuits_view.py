@@ -31,7 +31,7 @@ def test_the_worked_example_is_drawn_from_one_graph(explorer, monkeypatch):
     note, fig, panel, about = view.circuits_view(explorer, PROMPT)
     assert "␣S" in about and "p = 0.970" in about and "Replacement score 0.85" in about
     assert "Error nodes (what the transcoders miss) carry 15%" in about and "does not know" not in about
-    assert "Hover a node" in fig.layout.title.text
+    assert "Hover a node" in fig.layout.title.subtitle.text
     features = next(t for t in fig.data if t.name == cf.KIND_STYLE["feature"][2])
     assert all("Where it fires hardest" in c[1] for c in features.customdata)     # every feature's dashboard shipped
     assert "Where it fires hardest" in panel

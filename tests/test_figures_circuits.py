@@ -34,15 +34,18 @@ def small_view() -> cf.CircuitView:
 
 def test_nodes_sit_in_their_layer_and_position_and_never_on_each_other():
     view = small_view()
-    xy = cf.places(view.nodes)
+    xy, centre = cf.places(view.nodes, 3), cf.columns(view.nodes, 3)
+    assert [w for _, w in centre] == [1, 1, 3]             # position 2's layer-0 cell holds three nodes
     for n in view.nodes:
         x, y = xy[n.key]
-        assert abs(x - n.position) < 0.45 and abs(y - n.row) < 0.45, n.key
+        middle, width = centre[n.position]
+        assert abs(x - middle) <= width / 2 and abs(y - n.row) < 0.45, n.key
     assert len({(round(x, 6), round(y, 6)) for x, y in xy.values()}) == len(view.nodes)
-    crowded = [cf.Node(f"0_{i}_1", "feature", 1, 1, "", 1 / (i + 1), 1.0) for i in range(11)]
-    spots = cf.places(crowded)
-    assert len(set(spots.values())) == 11 and all(abs(y - 1) < 0.45 and abs(x - 1) < 0.45 for x, y in spots.values())
-    assert spots["0_0_1"][0] != spots["0_1_1"][0]          # the most influential first, side by side
+    crowded = [cf.Node(f"0_{i}_1", "feature", 1, 1, "", 1 / (i + 1), 1.0) for i in range(20)]
+    spots, (_, (middle, width)) = cf.places(crowded, 2), cf.columns(crowded, 2)
+    assert width == cf.PER_LINE and len(set(spots.values())) == 20
+    assert all(abs(y - 1) < 0.45 and abs(x - middle) <= width / 2 for x, y in spots.values())
+    assert spots["0_0_1"][1] == spots["0_1_1"][1] != spots["0_19_1"][1]     # the strongest side by side, first line
 
 
 def lines(fig):
@@ -68,7 +71,8 @@ def test_only_the_strongest_shares_are_drawn_and_the_title_says_so():
     # the logit's input 3.0 of 4.4 and the features' sole inputs (share 1) come before a 0.4 / 4.4 one
     assert ("err_0_2", "2_5_2", 0.4) not in kept and ("E_1_1", "0_12_1", 0.5) in kept
     fig = cf.graph_figure(view, limit=3)
-    assert "3 strongest of 7 links drawn" in fig.layout.title.text
+    assert "3 of 7 links" in fig.layout.title.text
+    assert fig.layout.title.subtitle.text.startswith("The 3 strongest links drawn. Hover")
     assert sum(t.x.count(None) for t in lines(fig)) == 3
 
 

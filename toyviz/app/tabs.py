@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from toyviz.app.views import (attention, experiments, features, inside, layernorm, model, positional, residual,
+from toyviz.app.views import (attention, circuits, experiments, features, inside, layernorm, model, positional, residual,
                               sampling, tokens, translation, why)
 from toyviz.errors import UserError, fault
 from toyviz.app.explorer import Explorer
@@ -42,6 +42,9 @@ TABS = {
     "why": Tab(why.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False),
     "features": Tab(features.features_view, ("prompt", "feature", "feature_search", "projector"),
                     ("note", "features_out"), ("feature", "feature_search"), kept=False),
+    # its target and supernodes redraw on Enter (app.py), not on each keystroke: a new target is a new graph (seconds)
+    "circuits": Tab(circuits.circuits_view, ("prompt", "circuit_target", "supernodes", "projector"),
+                    ("note", "circuits_out")),
     "sample": Tab(sampling.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
                   ("temperature", "top_k", "top_p"), "next_token"),
     "translate": Tab(translation.translate_view,

@@ -20,7 +20,7 @@ from toyviz.app.figures.features import DOWN, UP
 from toyviz.interpret.dictionary import Dashboard
 
 MAX_EDGES = 400               # edges drawn: the strongest shares of their target's input (a hairball past that)
-PER_LINE = 4                  # nodes side by side in a cell before the next line of them
+PER_LINE = 6                  # nodes side by side in a cell before the next line of them
 WIDTHS = (0.6, 1.4, 2.8, 5.0)  # px, edges by |weight| / the largest: < 0.1, < 0.3, < 0.6, the rest
 BOUNDS = (0.1, 0.3, 0.6)
 CONTEXTS, BEFORE, AFTER = 4, 8, 2     # a hover dashboard's contexts, and its tokens around each peak
@@ -87,8 +87,8 @@ def circuit_view(circuit, dashboard=None) -> CircuitView:
         node = Node(record["node_id"], kind, row, record["ctx_idx"], record.get("clerp", ""),
                     float(pruned.influence[index]) / total, float(graph.values[index]))
         if kind == "feature":
-            node.dashboard = feature_html(node, int(graph.feature[index]), dashboard and dashboard(int(layer),
-                                                                                                  int(graph.feature[index])))
+            feature = int(graph.feature[index])
+            node.dashboard = feature_html(node, feature, dashboard and dashboard(int(layer), feature))
         nodes.append(node)
     view = CircuitView(nodes, [(link["source"], link["target"], link["weight"]) for link in data["links"]],
                        circuit.pieces, circuit.target_piece, circuit.prob, L, circuit.replacement,
@@ -139,19 +139,38 @@ def grouped(view: CircuitView, groups: dict[str, list[str]]) -> CircuitView:
 
 # ---------------------------------------------------------------- the graph ------------------
 
-def places(nodes: list[Node]) -> dict[str, tuple[float, float]]:
-    """(x, y) of each node: its position and row, nodes sharing a cell in lines of PER_LINE, most influential
-    first, the lines stacked inside the row."""
-    cells: dict[tuple[float, float], list[Node]] = {}
+def cells(nodes: list[Node]) -> dict[tuple[int, int], list[Node]]:
+    """(row, position) → its nodes, most influential first (a supernode in the cell nearest its members' mean)."""
+    grid: dict[tuple[int, int], list[Node]] = {}
     for n in sorted(nodes, key=lambda n: -n.influence):
-        cells.setdefault((round(n.row, 3), round(n.position, 3)), []).append(n)
+        grid.setdefault((round(n.row), round(n.position)), []).append(n)
+    return grid
+
+
+def columns(nodes: list[Node], positions: int) -> list[tuple[float, int]]:
+    """Each position's column: (its centre, how many nodes a line of it holds). A position is as wide as its
+    most crowded cell (up to PER_LINE nodes side by side): an induction prompt puts dozens of features at two
+    positions and none at most others, and equal columns stacked those dozens over the next row."""
+    wide = [1] * positions
+    for (_, position), members in cells(nodes).items():
+        wide[position] = max(wide[position], min(PER_LINE, len(members)))
+    starts = np.cumsum([0] + wide[:-1])
+    return [(float(start) + w / 2, w) for start, w in zip(starts, wide)]
+
+
+def places(nodes: list[Node], positions: int) -> dict[str, tuple[float, float]]:
+    """(x, y) of each node: its position's column and its row, nodes sharing a cell side by side in lines as wide
+    as the column, most influential first, the lines stacked inside the row."""
+    centre = columns(nodes, positions)
     xy = {}
-    for (row, position), members in cells.items():
-        lines = math.ceil(len(members) / PER_LINE)
+    for (row, position), members in cells(nodes).items():
+        middle, width = centre[position]
+        lines = math.ceil(len(members) / width)
+        gap = min(0.2, 0.66 / lines)
         for i, n in enumerate(members):
-            line, slot = divmod(i, PER_LINE)
-            across = min(PER_LINE, len(members) - line * PER_LINE)
-            xy[n.key] = (position + (slot - (across - 1) / 2) * 0.2, row + (line - (lines - 1) / 2) * 0.22)
+            line, slot = divmod(i, width)
+            across = min(width, len(members) - line * width)
+            xy[n.key] = (middle + slot - (across - 1) / 2, row + (line - (lines - 1) / 2) * gap)
     return xy
 
 
@@ -167,7 +186,8 @@ def drawn_edges(view: CircuitView, limit: int = MAX_EDGES) -> list[tuple[str, st
 def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX_EDGES) -> go.Figure:
     """The graph: positions left to right, layers bottom to top; hover a node for what it is (its dashboard in
     the panel beside), click a feature to intervene on it."""
-    xy = places(view.nodes)
+    T = len(view.pieces)
+    xy, centre = places(view.nodes, T), columns(view.nodes, T)
     edges = drawn_edges(view, limit)
     scale = PROJECTOR_SCALE if projector else 1.0
     biggest = max((abs(w) for _, _, w in edges), default=1.0) or 1.0
@@ -194,20 +214,28 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
             marker=dict(symbol=symbol, color=colour, size=size, line=dict(color="white", width=1)),
             customdata=[[n.key, n.dashboard, summary(n, view)] for n in nodes],
             hovertemplate="%{customdata[2]}<extra></extra>"))
-    T = len(view.pieces)
     fig = figure(traces)
     labels = [f"{p}: {visible(piece)}" for p, piece in enumerate(view.pieces)]
-    fig.update_xaxes(tickvals=list(range(T)), ticktext=labels, tickangle=-60 if T > 8 else 0, range=[-0.6, T - 0.4],
-                     showgrid=False, zeroline=False, title_text="position (token)")
-    fig.update_yaxes(tickvals=list(range(view.layers + 2)), range=[-0.6, view.layers + 1.6], zeroline=False,
+    right = centre[-1][0] + centre[-1][1] / 2
+    # upright on a projector: its larger labels, slanted, ran into their neighbours at the narrow columns
+    fig.update_xaxes(tickvals=[c for c, _ in centre], ticktext=labels,
+                     tickangle=0 if T <= 8 else -90 if projector else -60,
+                     range=[-0.3, right + 0.3], showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=list(range(view.layers + 2)), range=[-0.5, view.layers + 1.5], zeroline=False,
                      ticktext=["tokens"] + [f"layer {l}" for l in range(view.layers)] + ["logit"])
+    # the legend above the plot: below it, the tokens' labels (longer on a projector) ran into it
     fig.update_layout(hovermode="closest", clickmode="event", dragmode="pan", hoverlabel_align="left",
-                      legend=dict(orientation="h", y=-0.35 if T > 8 else -0.2, x=0, yanchor="top"))
-    shown = f"{len(edges):,} strongest of {len(view.edges):,} links drawn" if len(view.edges) > len(edges) else \
-        f"{len(edges):,} links"
-    title = (f"Why {visible(view.target)} (p={view.prob:.3f}): {len(view.nodes)} nodes, {shown}. "
-             "Hover a node; click a feature to ablate or steer it")
-    return style(fig, title, filename="toyviz-circuit", projector=projector, height=560 + (90 if T > 8 else 0))
+                      legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom"))
+    shown = f"{len(edges):,} of {len(view.edges):,} links" if len(view.edges) > len(edges) else f"{len(edges):,} links"
+    title = f"Why {visible(view.target)} (p={view.prob:.3f}): {len(view.nodes)} nodes, {shown}"
+    fig = style(fig, title, filename="toyviz-circuit", projector=projector, height=580 + (90 if T > 8 else 0))
+    # the title and its subtitle at the top, then the legend (two lines on a laptop), then the plot
+    drawn = f"the {len(edges):,} strongest links drawn. " if len(view.edges) > len(edges) else ""
+    fig.layout.title.update(subtitle_text=f"{drawn.capitalize()}Hover a node for its dashboard; click a feature to "
+                                          "ablate or steer it",
+                            yref="container", y=1, yanchor="top", pad_t=round(12 * scale))
+    fig.layout.margin.t += round(80 * scale)
+    return fig
 
 
 def summary(node: Node, view: CircuitView) -> str:
@@ -234,11 +262,14 @@ PANEL_HINT = "<p><i>Hover a node of the graph to see its dashboard here; click a
 
 SHADES = 5                    # activation levels a context's token is shaded in (classes o1 … o5 of PANEL_STYLE)
 # the panel's classes: a hundred dashboards travel with every graph, so their HTML names a class, not a style
+# a context is one long word (its spaces shown as ␣): it may break anywhere, or it ran out of a narrow panel
 PANEL_STYLE = ("<style>.circuit-panel{font-size:0.95em;line-height:1.5}.circuit-head{margin-top:0.5em;font-weight:bold}"
+               ".circuit-context{overflow-wrap:anywhere}"
                + "".join(f".circuit-panel .o{i}{{background:rgba(230,85,13,{i / SHADES:.2f})}}" for i in range(1, SHADES + 1))
                + f".circuit-panel .up,.circuit-panel .down{{display:inline-block;height:0.8em}}"
                f".circuit-panel .up{{background:{UP}}}.circuit-panel .down{{background:{DOWN}}}"
-               ".circuit-panel td{padding:0 6px}</style>")
+               ".circuit-panel table{width:auto;border:none;margin:0}.circuit-panel tr,.circuit-panel td"
+               "{border:none!important;padding:0 0.4em!important;background:none!important}</style>")
 
 
 def shade(act: float, top: float) -> int:
@@ -272,7 +303,7 @@ def feature_html(node: Node, feature: int, board: Dashboard | None) -> str:
     effects = board.promoted[:LOGIT_ROWS] + board.suppressed[:LOGIT_ROWS]
     largest = max((abs(v) for _, _, v in effects), default=1.0) or 1.0
     bars = "".join(
-        f"<tr><td>{visible(piece)}<td><i class={'up' if v >= 0 else 'down'} style=width:{80 * abs(v) / largest:.0f}px>"
+        f"<tr><td>{visible(piece)}<td><i class={'up' if v >= 0 else 'down'} style=width:{5 * abs(v) / largest:.1f}em>"
         f"</i><td>{v:+.2f}" for _, piece, v in effects)
     return (f"{head}<div class='circuit-head'>Where it fires hardest (held-out text)</div>{contexts}"
             f"<div class='circuit-head'>Tokens it promotes and suppresses (direct effect on the logit)</div>"
