@@ -25,7 +25,8 @@ def test_trace_changes_nothing_and_residual_parts_add_up(kw):
     plain, _ = m(torch.tensor([ids]))
     tr = m.trace(ids)
     assert torch.allclose(plain[0], tr.logits, atol=1e-5)
-    assert list(tr.residual_parts)[:3] == ["embed", "block0.attn", "block0.ln1.change" if kw["norm"] == "post" else "block0.mlp"]
+    assert list(tr.residual_parts)[:3] == ["embed", "block0.attn",
+                                           "block0.ln1.change" if kw["norm"] == "post" else "block0.mlp"]
     total = sum(tr.residual_parts.values())
     assert (total - tr.residual_final).abs().max() <= 1e-4
     # the recorded final stream really is what the final norm read

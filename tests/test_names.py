@@ -14,7 +14,8 @@ from toyviz.models.translator import ToyTranslator
 @pytest.mark.parametrize("layer", [0, 3, 11])
 def test_made_names_parse_back_to_their_parts(stack, layer):
     made = [names.attn(layer), names.cross(layer), names.mlp(layer), names.resid_pre(layer), names.resid_post(layer),
-            names.hidden(layer), names.heads(names.attn(layer)), names.head(layer, 2), names.post_norm(names.mlp(layer)),
+            names.hidden(layer), names.heads(names.attn(layer)), names.head(layer, 2),
+            names.post_norm(names.mlp(layer)),
             *(names.part(names.cross(layer), p) for p in names.ATTENTION_PARTS),
             *(names.norm(layer, which) for which in names.NORMS), names.norm_input(names.norm(layer, "ln2"))]
     for name in made + [names.EMBED, names.TOKENS, names.FINAL, names.LN_F, names.norm_input(names.LN_F)]:
@@ -50,8 +51,9 @@ def test_the_old_forms_still_open(old, new):
 
 @pytest.mark.parametrize("text, says", [
     ("attn", "outside the blocks"), ("block0.attn.patern", "not 'patern'"), ("attn.0.hidden", "not 'hidden'"),
-    ("block1.embed", "inside a block"), ("block1.mlp.hidden.2", "head's index"), ("norm.attn.0.q", "is not a name"),
-    ("L1 H3", "is not a name"), ("ln_f β", "is not a name"), ("", "is not a name"), ("mid.block0.attn", "is not a name")])
+    ("block1.embed", "inside a block"), ("block1.mlp.hidden.2", "head's index"), ("norm.attn.0.q", "is not a name"), ("norm.resid_pre.0", "is not a name"),
+    ("L1 H3", "is not a name"), ("ln_f β", "is not a name"), ("", "is not a name"),
+    ("mid.block0.attn", "is not a name")])
 def test_a_malformed_name_is_refused_saying_the_grammar(text, says):
     with pytest.raises(ValueError, match=says) as refused:
         names.parse(text)

@@ -33,7 +33,7 @@ class SAEConfig:
     d_in: int                 # width of the activations it reads
     width: int                # number of features
     k: int                    # features active per token
-    site: str = ""            # where in the GPT the activations come from, e.g. "block1.resid_post" (toyviz.interpret.sites)
+    site: str = ""            # where in the GPT the activations come from: "block1.resid_post" (interpret.sites)
 
 
 class SparseAutoencoder(nn.Module):

@@ -78,8 +78,8 @@ def splice(model, idx: torch.Tensor, site: Site, replace: Callable[[torch.Tensor
 @torch.no_grad()
 def stream_vector(model, site: Site, direction: torch.Tensor) -> torch.Tensor:
     """A direction at the site (width,) → the vector (d_model,) that adding it amounts to in the stream
-    leaving block site.layer: itself in the stream; for the MLP's hidden activations its image through the down-projection,
-    W_down · direction without the bias, since down(h + d) = down(h) + W_down d."""
+    leaving block site.layer: itself for a site in the stream; for the MLP's hidden activations its image
+    through the down-projection, W_down · direction without the bias, since down(h + d) = down(h) + W_down d."""
     if site.in_stream:
         return direction
     return model.blocks[site.layer].mlp.down.weight @ direction

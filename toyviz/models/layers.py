@@ -217,7 +217,7 @@ class FeedForward(nn.Module):
             return F.silu(self.gate(x)) * self.up(x)
         return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
 
-    def forward(self, x, hooks=None, name: str | None = None):  # (B, T, C) -> (B, T, C); name: the block's "block{i}.mlp"
+    def forward(self, x, hooks=None, name: str | None = None):  # (B, T, C) -> (B, T, C); name: "block{i}.mlp"
         h = self.hidden(x)
         if hooks:
             h = at(hooks, names.part(name, "hidden"), h)

@@ -43,7 +43,6 @@ import functools
 import re
 
 ENCODER, DECODER = "enc.", "dec."
-STACKS = ("enc", "dec")
 NORMS = ("ln1", "ln_cross", "ln2")   # the norm before (pre-norm) or after (post-norm) attn, cross, mlp
 ATTENTION_PARTS = ("q", "k", "v", "scores", "pattern", "heads")
 NORM_POINTS = ("input", "change", "bias")
@@ -141,7 +140,7 @@ def parse(text: str) -> Name:
     if old is None:
         return Name(text)
     stack, norm, component, layer, point = old.groups()
-    if norm and point is not None:
+    if norm and (point is not None or component not in NORM_AFTER):        # "norm.attn.0" alone
         raise ValueError(f"{text!r} is not a name: {GRAMMAR}")
     if norm:
         component, point = NORM_AFTER[component], "change"
