@@ -91,3 +91,26 @@ def test_when_errors_carry_most_of_the_influence_the_view_says_so():
 def test_a_target_of_several_tokens_is_refused(explorer):
     with pytest.raises(UserError, match="one token"):
         view.circuits_view(explorer, "I pray you, good my", " lordship's")
+
+
+def test_the_http_endpoints_answer_the_graph_and_an_ablation(explorer):
+    """/circuit over HTTP is the command's JSON; /circuit_intervene the ablation's figure; /circuits the tab."""
+    import os
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    import app
+    import gradio_client
+    demo = app.build(explorer)
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    try:
+        client = gradio_client.Client(url, verbose=False, analytics_enabled=False)
+        graph = client.predict(PROMPT, "", api_name="/circuit")
+        local = view.circuit_json(explorer, PROMPT)
+        assert graph["metadata"]["prompt_tokens"] == local["metadata"]["prompt_tokens"]
+        assert graph["nodes"] == json.loads(json.dumps(local["nodes"])) and len(graph["links"]) == len(local["links"])
+        ablated = client.predict(PROMPT, "", "0_1603_8", 0, False, api_name="/circuit_intervene")
+        assert "Ablated: feature 0_1603_8" in json.loads(ablated["plot"])["layout"]["title"]["text"]
+        note, drawn, panel, about = client.predict(PROMPT, "", "", False, api_name="/circuits")
+        assert "Replacement score" in about and "Where it fires hardest" in panel
+    finally:
+        demo.close()

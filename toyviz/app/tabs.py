@@ -42,9 +42,6 @@ TABS = {
     "why": Tab(why.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False),
     "features": Tab(features.features_view, ("prompt", "feature", "feature_search", "projector"),
                     ("note", "features_out"), ("feature", "feature_search"), kept=False),
-    # its target and supernodes redraw on Enter (app.py), not on each keystroke: a new target is a new graph (seconds)
-    "circuits": Tab(circuits.circuits_view, ("prompt", "circuit_target", "supernodes", "projector"),
-                    ("note", "circuits_out")),
     "sample": Tab(sampling.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
                   ("temperature", "top_k", "top_p"), "next_token"),
     "translate": Tab(translation.translate_view,
@@ -54,6 +51,10 @@ TABS = {
                        ("experiments_out",), ("exp_variants", "exp_x")),
     "model": Tab(model.model_view, ("prompt", "snapshot", "x_axis", "projector"), ("model_out",),
                  ("snapshot", "x_axis")),
+    # last: the page's every-input endpoints (/export) take its two boxes after the older tabs' inputs. Its target
+    # and supernodes redraw on Enter (app.py), not on each keystroke: a new target is a new graph (seconds)
+    "circuits": Tab(circuits.circuits_view, ("prompt", "circuit_target", "supernodes", "projector"),
+                    ("note", "circuits_out")),
 }
 
 
