@@ -158,3 +158,101 @@ def test_the_sampling_lessons_revealed_answer_is_the_top_bar_on_the_first_screen
     bar = page.locator("#bars-plot .ytick").filter(has_text=label).first.bounding_box()
     assert bar["y"] + bar["height"] <= size[1], f"the top bar is at {bar['y']:.0f} px, below the first screen"
     page.close()
+
+
+CANDIDATES = "document.querySelector('#tv-branches .tv-candidates .js-plotly-plot')"
+
+
+def generated_text(page) -> str:
+    return page.locator("#generated .prose").inner_text()
+
+
+def test_a_generated_token_shows_its_candidates_and_branches_into_a_tree_all_in_the_page(page):
+    """Beyond the anchors: a click on a generated token shows the candidates the model weighed there (before
+    and after the settings), a click on another candidate's bar branches from it, the tree goes back to the
+    run and forth to the branch — and the page sends no request at all meanwhile."""
+    sent = []
+    count = lambda request: sent.append(request.url)
+    page.locator("#prompt textarea").fill("ROMEO:")
+    set_slider(page, "temperature", 1)
+    set_slider(page, "top-k", 5)
+    set_slider(page, "top-p", 1)
+    set_slider(page, "max-new", 16)
+    set_slider(page, "seed", 3)
+    page.wait_for_function(f"() => ({TITLE})().includes('temperature 1, top-k 5')")
+    page.on("request", count)
+    try:
+        page.evaluate("window.toyviz.sampler.lastRun = null")
+        page.locator("#generate").click()
+        page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+        run = page.evaluate("window.toyviz.sampler.lastRun.tokens")
+        assert len(run) == 16
+        text = generated_text(page)
+        step = 4
+        page.locator(f"#generated .token-prob[data-step='{step}']").click()
+        expect()(page.locator("#tv-branches .tv-candidates")).to_be_visible()
+        page.wait_for_function(f"() => {CANDIDATES}?.layout.title.text.startsWith('Token {step + 1} (drew')")
+        after, before, names = page.evaluate(f"() => [{CANDIDATES}.data[0].x, {CANDIDATES}.data[1].x, {CANDIDATES}.data[0].y]")
+        # before: a plain softmax, every candidate > 0; after: top-k 5 leaves five, renormalised
+        assert all(p > 0 for p in before) and sum(p > 0 for p in after) == 5
+        assert max(after) > max(before)
+        drawn = [i for i, name in enumerate(names) if name.startswith("<b>")]
+        assert len(drawn) == 1 and names[drawn[0]].endswith(f"(#{run[step]})</b>")
+        assert "tv-picked" in page.locator(f"#generated .token-prob[data-step='{step}']").get_attribute("class")
+        shoot(page, "sampler-candidates")
+        # another candidate the settings keep: a click on its row branches there
+        other = next(i for i, p in enumerate(after) if p > 0 and i != drawn[0])
+        page.evaluate("window.toyviz.sampler.lastRun = null")
+        click_row(page, other)
+        page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+        branch = page.evaluate("window.toyviz.sampler.lastRun.tokens")
+        chosen = page.evaluate(f"() => {CANDIDATES}.data[0].y[{other}]")
+        assert branch[:step] == run[:step] and chosen.endswith(f"(#{branch[step]})") and len(branch) == 16
+        tree = page.locator("#tv-branches .tv-tree button")
+        expect()(tree).to_have_count(2)
+        assert tree.nth(1).get_attribute("aria-current") == "true" and f"token {step + 1}:" in tree.nth(1).inner_text()
+        branched = generated_text(page)
+        assert branched != text
+        assert "tv-branched" in page.locator(f"#generated .token-prob[data-step='{step}']").get_attribute("class")
+        shoot(page, "sampler-branch")
+        # back through the tree: the run, then the branch again, each with its own text
+        tree.nth(0).click()
+        expect()(page.locator("#generated .prose")).to_have_text(text)
+        assert tree.nth(0).get_attribute("aria-current") == "true"
+        tree.nth(1).click()
+        expect()(page.locator("#generated .prose")).to_have_text(branched)
+        # from the run, the same candidate again: the branch it made, not a second one
+        tree.nth(0).click()
+        page.locator(f"#generated .token-prob[data-step='{step}']").click()
+        click_row(page, other)
+        expect()(page.locator("#generated .prose")).to_have_text(branched)
+        assert tree.count() == 2 and tree.nth(1).get_attribute("aria-current") == "true"
+    finally:
+        page.remove_listener("request", count)
+    assert sent == [], sent
+
+
+def click_row(page, index):
+    """A click on candidate `index`'s row of the candidates figure, right of its bars, as a student would."""
+    row = page.locator("#tv-branches .tv-candidates .barlayer .trace").nth(1).locator(".point").nth(index).bounding_box()
+    area = page.locator("#tv-branches .tv-candidates .nsewdrag").first.bounding_box()
+    page.mouse.click(area["x"] + area["width"] * 0.6, row["y"] + row["height"] / 2)
+
+
+def shoot(page, name):
+    """The generated text, the candidates and the tree as a student sees them: at 1440×900, and in projector
+    mode at 1280×720 (the server redraws its figures, the page's take that mode's sizes); then as before."""
+    SHOTS.mkdir(exist_ok=True)
+    viewport = page.viewport_size
+    top = "window.scrollTo(0, document.querySelector('#generated').getBoundingClientRect().top + scrollY - 8)"
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.evaluate(top)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.evaluate("document.body.classList.add('projector')")
+    page.wait_for_function(f"() => {CANDIDATES}.layout.template.layout.font.size > 20")
+    page.wait_for_timeout(500)                  # Plotly fits a figure to a resized window 100 ms later
+    page.evaluate(top)
+    page.screenshot(path=str(SHOTS / f"{name}-projector.png"))
+    page.evaluate("document.body.classList.remove('projector')")
+    page.set_viewport_size(viewport)

@@ -28,8 +28,11 @@ import subprocess
 from pathlib import Path
 
 import gradio as gr
+import numpy as np
+import torch
 
-from toyviz.app import widgets
+from toyviz.app import figures, widgets
+from toyviz.app.figures import attention as attention_figs, sampling as sampling_figs
 from toyviz.app.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES
 from toyviz.app.loaded import clean_prompt
 from toyviz.errors import UserError
@@ -177,10 +180,40 @@ def sampler_settings() -> dict:
     figure = json.loads(figure.to_json())
     del figure["layout"]["template"]        # the house theme (3 kB a page): the page takes the bars figure's
     return {"defaults": {k: DEFAULTS[k] for k in SAMPLER}, "ranges": {k: RANGES[k] for k in SAMPLER},
-            "maxPromptChars": MAX_PROMPT_CHARS, "empty": {"note": note, "figure": figure}}
+            "maxPromptChars": MAX_PROMPT_CHARS, "empty": {"note": note, "figure": figure},
+            "figures": {mode: page_figures(mode == "projector") for mode in ("laptop", "projector")}}
 
 
 SAMPLER = ("temperature", "top_k", "top_p", "max_new", "seed")
+BARS = 15                                       # candidates a next-token figure shows (web/src/figures.js BARS)
+
+
+def page_figures(projector: bool) -> dict:
+    """The styles of the figures the page's sampler draws itself (web/src/figures.js fills in the numbers and
+    labels), made by the app's own figure functions so that they look as the server's: the candidates at a
+    generated token as the next-token bars (figures/sampling.py), and where the last token looks as an
+    Attention tab map (figures/attention.py: its colour scale, labels and sizes); the house theme once."""
+    bars = _bare(sampling_figs.next_token_bars(torch.zeros(BARS), str, n=BARS, projector=projector))   # its height: 15 bars
+    rows, cols = ["L0 H0"] * 16, ["99: ␣" + "m" * 6] * 2           # a head's name, a word's label
+    attention = _bare(attention_figs.attention_figure(np.zeros((len(rows), len(cols)), np.float32), rows=rows,
+                                                      cols=cols, title="", filename="", projector=projector))
+    font = figures.BASE_FONT * (figures.PROJECTOR_SCALE if projector else 1.0)
+    theme = bars["layout"].pop("template")
+    del attention["layout"]["template"]                      # maps' grey shows only under masked cells: none here
+    return {"theme": theme, "bars": bars, "attention": attention,
+            # as attention_figure labels its keys: every one that gets a line of text across the map, else every k-th
+            "labelsAcross": attention_figs.MAP_WIDTH / (attention_figs.LABEL_LINE * font)}
+
+
+def _bare(fig) -> dict:
+    """A figure's style alone: its traces without their numbers and labels, its layout without ticks."""
+    out = json.loads(fig.to_json())
+    for trace in out["data"]:
+        for key in ("x", "y", "z"):
+            trace.pop(key, None)
+    for axis in ("xaxis", "yaxis"):
+        out["layout"].get(axis, {}).pop("tickvals", None)
+    return {"traces": out["data"], "layout": out["layout"]}
 
 
 def panel() -> gr.HTML:

@@ -3,7 +3,10 @@
 // (toyviz/app/browser_model.py page_first hands each event's values to `take`) and the page draws into the
 // tab's own plot and text, sending nothing to the server. The same defaults, limits and refusals as the
 // server's (the settings the panel carries come from toyviz.app.controls and the server's own message).
-import { barsTemplate, nextTokenBars, probabilitySpan } from "./figures.js";
+// A run keeps each token's candidates, so that a click on a token shows them and branches from one
+// (branches.js: the runs' tree, the candidates' and the attention's figures).
+import { Branches } from "./branches.js";
+import { barsTemplate, nextTokenBars, probabilitySpan, weighed } from "./figures.js";
 import { draw, nextTokenProbs, random } from "./sampling.js";
 
 // thrown from an event's page-side part to end it before its server part (Gradio has no other way)
@@ -15,7 +18,9 @@ export class Sampler {
   // settings: browser_model.sampler_settings(); model, tokenizer: the page's own (main.js)
   constructor(settings, model, tokenizer) {
     Object.assign(this, { settings, model, tokenizer, template: null, running: false, lastRun: null });
+    this.branches = new Branches(this);
     this.prompt()?.addEventListener("input", () => this.schedule());
+    this.redraw(this.prompt()?.value, this.sliders());          // the prompt's attention (its bars are the server's)
   }
 
   // Gradio's event `action` with its inputs' values → [] to let the server answer, or throws once answered here
@@ -93,13 +98,17 @@ export class Sampler {
     const ticket = (this.tickets = (this.tickets ?? 0) + 1);
     text = this.checked(text);
     if (text === null) return;
+    let read = null;
     if (this.read?.text !== text) {
-      const out = await this.model.forward(window.toyviz.tokenize(text));
-      this.read = { text, logits: out.logits.subarray((out.T - 1) * out.V), T: out.T };
+      const ids = window.toyviz.tokenize(text);
+      read = { ids, out: await this.model.forward(ids) };
+      this.read = { text, logits: read.out.logits.subarray((read.out.T - 1) * read.out.V), T: read.out.T };
     }
     if (ticket !== this.tickets || this.read.text !== text) return;     // a newer redraw was asked for meanwhile
     this.drawBars(this.read.logits, settings);
     setNote("");
+    // a new prompt's attention after its bars, which are what a keystroke waits for
+    if (read) this.branches.attend(read.ids, read.out, "Where the prompt's last token looks, every head: the bars above are its output");
   }
 
   drawBars(logits, { temperature, top_k: topK, top_p: topP }) {
@@ -125,16 +134,25 @@ export class Sampler {
     if (this.running) return;
     text = this.checked(text);
     if (text === null) return;
+    return this.extend(this.branches.start(window.toyviz.tokenize(text), settings));
+  }
+
+  // generates a run's or a branch's tokens (branches.js) after the prompt and those it has, up to max new
+  // tokens in all, with the run's settings and the node's seed; each token's candidates are kept
+  async extend(node) {
+    const { prompt, settings } = this.branches;
     const button = document.querySelector("#generate");
     this.running = true; this.stopped = false;
     button.disabled = true; button.textContent = "Generating… (Stop ends it)";
     setNote("");
     const tokensPlot = document.querySelector("#generated-plot");
     if (tokensPlot) tokensPlot.hidden = true;                   // the server's last run's figure is not this one's
-    const seq = window.toyviz.tokenize(text), made = [];
-    const uniform = random(settings.seed), decoder = new TextDecoder();
-    const spans = [];
-    setGenerated("");
+    const seq = [...prompt, ...node.tokens], uniform = random(node.seed), decoder = new TextDecoder();
+    if (node.parent) {                                           // a branch: the token it took, as if drawn
+      const step = node.steps[node.at], id = node.tokens[node.at];
+      node.spans.push(probabilitySpan(this.text(decoder, id), step.after[step.ids.indexOf(id)], node.at));
+    }
+    this.showText(node.spans);
     const started = performance.now();
     const steps = this.model.logitsFor(seq);
     // Stop ends the loop at once: a step still under way in the model's worker finishes unseen
@@ -145,12 +163,13 @@ export class Sampler {
         const step = await Promise.race([steps.next(), stop]);
         if (step.done || this.stopped) break;
         logits = step.value;
-        if (made.length >= settings.max_new) break;
+        if (node.tokens.length >= settings.max_new) break;
         const probs = nextTokenProbs(logits, settings.temperature, settings.top_k, settings.top_p);
         const id = draw(probs, uniform);
-        seq.push(id); made.push(id);
-        spans.push(probabilitySpan(decoder.decode(this.tokenizer.tokenBytes(id), { stream: true }), probs[id]));
-        this.showNextFrame(spans);
+        seq.push(id); node.tokens.push(id);
+        node.steps.push(weighed(logits, probs, id));
+        node.spans.push(probabilitySpan(this.text(decoder, id), probs[id], node.tokens.length - 1));
+        this.showNextFrame(node.spans);
         await yieldToPage();          // Stop's click and the paint get in between two tokens
       }
     } catch (error) {
@@ -160,17 +179,27 @@ export class Sampler {
       steps.return();                 // not awaited: it waits for a step under way
       this.running = false; button.disabled = false; button.textContent = "Generate";
     }
-    setGenerated(spans.join(""));
+    this.showText(node.spans);
+    this.branches.drawTree();         // the entry's text, now that it is written
     // after the last token: the distribution of the one after it, as the server's run ends (not after Stop)
     if (!this.stopped && logits) this.drawBars(logits, settings);
-    this.lastRun = { tokens: made, seconds: (performance.now() - started) / 1000, stopped: this.stopped };
+    this.lastRun = { tokens: [...node.tokens], seconds: (performance.now() - started) / 1000, stopped: this.stopped };
     return this.lastRun;
+  }
+
+  // a token's text as it comes in a stream of them (a character split over two tokens shows with the second)
+  text(decoder, id) { return decoder.decode(this.tokenizer.tokenBytes(id), { stream: true }); }
+
+  // the generated text: its spans, with the tree's marks (the picked token, a branch's first)
+  showText(spans) {
+    setGenerated(spans.join(""));
+    this.branches.mark();
   }
 
   showNextFrame(spans) {
     this.spans = spans;
     if (this.textPending) return;
-    this.textPending = requestAnimationFrame(() => { this.textPending = null; setGenerated(this.spans.join("")); });
+    this.textPending = requestAnimationFrame(() => { this.textPending = null; this.showText(this.spans); });
   }
 }
 
