@@ -17,7 +17,7 @@
 Targets (2-core CPU): ≤ 60 ms (issue 17; 150 before), ≤ 300 KB, features ≤ 1 s, ≤ 15 s, ≤ 1.5 GB;
 streaming ≥ 10 updates/s, stall ≤ 500 ms, Stop ≤ 1.5 s, after every tab ≤ 0.5 s behind. Issue 16 aimed at ≥ 15 updates/s;
 the app sends 12 (two tokens each), because a page with every tab opened fell behind 16 a second on a CPU
-slowed 2x (see toyviz.app.views, TEXT_EVERY_S).
+slowed 2x (see toyviz.serving.pacing, TEXT_EVERY_S).
 """
 import argparse
 import json

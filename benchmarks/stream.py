@@ -71,7 +71,7 @@ def open_sample_tab(page, url: str, max_new: int):
 def open_every_tab(page, url: str, max_new: int):
     """The page as a lecturer has it after a tour: every tab opened and its first figure drawn, then the
     Sample tab with `max_new` tokens to generate and the watcher installed. Gradio's page does more for
-    each streamed update with every tab opened (see toyviz.app.views, TEXT_EVERY_S)."""
+    each streamed update with every tab opened (see toyviz.serving.pacing, TEXT_EVERY_S)."""
     server_samples(page)
     page.goto(f"{url.rstrip('/')}/?max_new={max_new}", wait_until="domcontentloaded", timeout=60_000)
     page.locator("#attn-plot .main-svg").first.wait_for(timeout=WAIT_MS)       # the first tab: the page is up
@@ -85,11 +85,11 @@ def open_every_tab(page, url: str, max_new: int):
 
 def keeping_up(page, url: str, max_new: int = 128) -> dict:
     """After a tour of every tab, generate max_new tokens and compare when the page showed them with when
-    the server sent them: alone, a generation is paced at sampling.TOKENS_PER_S (the model computes a token
+    the server sent them: alone, a generation is paced at pacing.TOKENS_PER_S (the model computes a token
     in a few ms), so the token n updates after the first one left the server (n / TOKENS_PER_S) s after
     it. {updates, behind_s: how much later than that the page showed the last tokens}. A page that cannot
     draw updates as fast as they come falls further behind with every one."""
-    from toyviz.app.views.sampling import TOKENS_PER_S
+    from toyviz.serving.pacing import TOKENS_PER_S
     open_every_tab(page, url, max_new)
     page.locator("#generate").click()
     page.locator("#generated .token-prob").nth(max_new - 1).wait_for(state="attached", timeout=120_000)

@@ -31,7 +31,6 @@ import app  # noqa: E402
 import toyviz  # noqa: E402
 from toyviz.models.checkpoint import CHECKPOINTS, save_folder  # noqa: E402
 from toyviz.models.config import GPTConfig, TranslatorConfig  # noqa: E402
-from toyviz.app.views import sampling  # noqa: E402
 from toyviz.app.views.attention import attention_view  # noqa: E402
 from toyviz.app.views.inside import inside_view  # noqa: E402
 from toyviz.app.views.layernorm import layernorm_view  # noqa: E402
@@ -42,6 +41,7 @@ from toyviz.app.views.sampling import next_token_view  # noqa: E402
 from toyviz.app.views.tokens import tokens_view  # noqa: E402
 from toyviz.app.views.translation import translate_view  # noqa: E402
 from toyviz.app.views.why import why_view  # noqa: E402
+from toyviz.serving import pacing  # noqa: E402
 from toyviz.app.controls import MAX_PROMPT_CHARS  # noqa: E402
 from toyviz.app.explorer import Explorer  # noqa: E402
 from toyviz.models.gpt import ToyGPT  # noqa: E402
@@ -330,7 +330,7 @@ def test_a_visitor_streams_one_generation_at_a_time(shipped, monkeypatch):
     generation ends the visitor may start again. The first is held open by its pacing, one token a
     second (200 s for all), until the checks are done, then let go: on a slow machine a generation
     paced for reading (~8 s) could end before the second request arrived."""
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 1.0)                # the server runs in this process
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 1.0)                  # the server runs in this process
     first = shipped.client.submit(PROMPT, 0.8, 50, 0.95, 200, 0, False, api_name="/generate")
     deadline = time.monotonic() + TIMEOUT
     while not first.outputs() and time.monotonic() < deadline:
@@ -344,7 +344,7 @@ def test_a_visitor_streams_one_generation_at_a_time(shipped, monkeypatch):
                             .result(timeout=TIMEOUT)[1]).strip()
     finally:
         other.close()
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10 ** 6)             # the rest as fast as the model goes
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 10 ** 6)               # the rest as fast as the model goes
     first.result(timeout=TIMEOUT)
     assert visible_text(shipped.call(PROMPT, 0.8, 50, 0.95, 4, 0, False, api="/generate")[1]).strip()
 

@@ -185,10 +185,10 @@ def test_a_page_with_every_tab_opened_keeps_up_with_a_stream(url, page):
     """A lecturer who toured every tab, then samples: the page shows all 128 tokens, many updates of them,
     and does not fall behind by more than twice the time the server took to send them (128 / TOKENS_PER_S,
     ~5 s): a page that redrew its figures for every update would. How far behind it is — within half a
-    second on an idle machine; it was 1.3-1.7 s at 32 updates a second, sampling.TEXT_EVERY_S — depends on
+    second on an idle machine; it was 1.3-1.7 s at 32 updates a second, pacing.TEXT_EVERY_S — depends on
     the machine and what else runs on it (a fresh clone beside other work: 2.57 s), so that figure is
     measured by `python -m benchmarks.app` (after_every_tab) and only printed here."""
-    from toyviz.app.views.sampling import TOKENS_PER_S
+    from toyviz.serving.pacing import TOKENS_PER_S
     figures = stream.keeping_up(page, url)
     sent_s = 128 / TOKENS_PER_S                     # the stream at the server's pace
     print(f"\nafter every tab: {figures['updates']} updates, the last {figures['behind_s']:.2f} s behind the server")
@@ -406,10 +406,10 @@ def test_a_queued_generation_shows_its_place_in_the_queue(browser, monkeypatch):
     machine could spend before the page had even pressed Generate."""
     import app
     import gradio_client
-    from toyviz.app.views import sampling
+    from toyviz.serving import pacing
     monkeypatch.setattr(app, "GENERATIONS_AT_ONCE", 1)
-    reading_pace = sampling.TOKENS_PER_S
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 2.0)                # the server runs in this process
+    reading_pace = pacing.TOKENS_PER_S
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 2.0)                  # the server runs in this process
     demo = app.build(Explorer.load("gpt", "translator", "cpu"))
     demo.queue(default_concurrency_limit=4, max_size=64)
     _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
@@ -429,7 +429,7 @@ def test_a_queued_generation_shows_its_place_in_the_queue(browser, monkeypatch):
         page.wait_for_function(SHOWN_QUEUE_PLACE, timeout=WAIT)
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / "generate-queued.png"), full_page=True)      # while it waits
-        monkeypatch.setattr(sampling, "TOKENS_PER_S", reading_pace)     # the slot's holder catches up and ends
+        monkeypatch.setattr(pacing, "TOKENS_PER_S", reading_pace)       # the slot's holder catches up and ends
         page.locator("#generated .token-prob").nth(15).wait_for(state="attached", timeout=60_000)
     finally:
         page.close()

@@ -391,13 +391,14 @@ def test_residual_figures(tiny_gpt, trace):
     fig = residual.residual_norms(trace, 3)
     running = np.asarray(fig.data[1].y)
     assert running[-1] == pytest.approx(trace.residual_final[3].norm().item(), rel=1e-4)
-    lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
+    top = readout.logit_lens_top(trace, tiny_gpt.model)
+    lens = residual.logit_lens(trace, top, tiny_gpt.tokenizer.piece)
     assert z(lens).shape == (trace.n_layer + 1, len(trace.tokens))
     cell = lens.data[0]                                # readable cells: a fixed font, no text wider than its cell
     fits = lambda fig, columns, projector: all(len(html.unescape(t)) <= cell_chars(columns, projector)
                                                for row in fig.data[0].text for t in row)
     assert cell_font(lens, cell) == CELL_FONT and fits(lens, len(trace.tokens), False)
-    projected = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=True)
+    projected = residual.logit_lens(trace, top, tiny_gpt.tokenizer.piece, projector=True)
     assert cell_font(projected, projected.data[0]) > CELL_FONT and fits(projected, len(trace.tokens), True)
     assert cell_chars(22, True) < cell_chars(22, False) and cell_chars(400, False) == 0
 
@@ -411,13 +412,15 @@ def test_the_logit_lens_turns_its_positions_down_the_rows_where_a_cell_could_not
     monkeypatch.setattr(residual, "ROWS_AT_MOST", rows_at_most)
     trace = tiny_gpt.model.trace(list(range(1, T + 1)), pieces=tiny_gpt.tokenizer.pieces)
     rows = trace.n_layer + 1
-    lens = residual.logit_lens(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece, projector=projector)
+    lens = residual.logit_lens(trace, readout.logit_lens_top(trace, tiny_gpt.model), tiny_gpt.tokenizer.piece,
+                               projector=projector)
     assert z(lens).shape == ((T, rows) if down else (rows, T))
     assert (lens.data[0].x[0] == "embed") == down and (lens.data[0].y[0] == "embed") != down
     if down:
         assert all(len(html.unescape(t)) <= cell_chars(rows, projector) for row in lens.data[0].text for t in row)
         assert z(lens)[:, -1].tolist() == pytest.approx(trace.logits.softmax(-1).max(-1).values.tolist(), abs=1e-5)
-    dla = residual.logit_attribution(trace, tiny_gpt.model, tiny_gpt.tokenizer.piece)
+    dla = residual.logit_attribution(trace, readout.direct_logit_attribution(trace, tiny_gpt.model, minus_mean=True),
+                                    tiny_gpt.tokenizer.piece)
     assert sum(dla.data[0].y) == pytest.approx((trace.logits[-1].max() - trace.logits[-1].mean()).item(), abs=1e-3)
     assert "logit − mean logit" in title(dla) and "logit − mean logit" in dla.layout.yaxis.title.text
     assert len(set(dla.data[0].x)) == len(dla.data[0].x)
@@ -525,7 +528,8 @@ def test_every_builder_names_its_download(tiny_gpt, tiny_translator, trace):
     figs = [tokens.token_pieces(trace), tokens.embedding_norms(trace), positional.model_encoding(trace, "sinusoidal"),
             positional.spot_the_bug(64, 32), attention.attention_grid(trace), attention.head_steps(trace, 0, 0, 2),
             layernorm.layernorm_heatmaps(trace), residual.residual_shares(trace),
-            residual.logit_lens(trace, tiny_gpt.model, piece), sampling.next_token_bars(trace.logits[-1], piece),
+            residual.logit_lens(trace, readout.logit_lens_top(trace, tiny_gpt.model), piece),
+            sampling.next_token_bars(trace.logits[-1], piece),
             translation.translation_attention(tt), model_figs.attention_memory(4)]
     for fig in figs:
         assert isinstance(fig, go.Figure) and fig.layout.meta["filename"].startswith("toyviz-")
@@ -553,3 +557,24 @@ def test_unreadable_bytes_get_a_readable_placeholder_and_cut_cells_keep_entities
     assert visible(" \n\t") == "␣↵⇥" and visible("<|endoftext|>") == "&lt;|endoftext|&gt;"
     assert cell_text(visible("<|endoftext|>"), 4) == "&lt;|e…" and cell_text("␣the", 4) == "␣the"
     assert cell_text("␣make", 1) == ""
+
+
+def test_no_figure_builder_is_given_a_model():
+    """Figures draw what a trace holds or the interpretation computed ("trace → figure"): no builder,
+    and nothing a figure module imports from toyviz, takes a model, so no figure can run a forward pass
+    or read weights of its own (the logit lens was computed inside figures/residual.py)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from toyviz.app import figures
+    names = ["toyviz.app.figures"] + [f"toyviz.app.figures.{m.name}" for m in pkgutil.iter_modules(figures.__path__)]
+    given = []
+    for module in map(importlib.import_module, names):
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+                given.append(f"{module.__name__} imports the module class {name}")
+            elif inspect.isfunction(obj) and obj.__module__.startswith("toyviz"):
+                taken = [p for p in inspect.signature(obj).parameters if p in ("model", "gpt", "translator")]
+                given += [f"{module.__name__}.{name}({p}=…)" for p in taken]
+    assert len(names) > 10 and given == []

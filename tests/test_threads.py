@@ -30,6 +30,7 @@ from toyviz.app import figures
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.figures import attention, experiments, layernorm, mask, message, model as model_figs, positional
 from toyviz.app.figures import explain as explain_figs, features as feature_figs, residual, sampling, tokens, translation
+from toyviz.interpret import readout
 from toyviz.interpret.heads import label_heads
 from toyviz.models.size import count_parameters
 
@@ -114,8 +115,10 @@ def builders():
             "ln_histogram": lambda: layernorm.layernorm_histogram(tr, norm, position, projector=pj),
             "residual_norms": lambda: residual.residual_norms(tr, position, projector=pj),
             "residual_shares": lambda: residual.residual_shares(tr, projector=pj),
-            "logit_lens": lambda: residual.logit_lens(tr, gpt.model, piece, projector=pj),
-            "logit_attribution": lambda: residual.logit_attribution(tr, gpt.model, piece, position, projector=pj),
+            "logit_lens": lambda: residual.logit_lens(tr, readout.logit_lens_top(tr, gpt.model), piece, projector=pj),
+            "logit_attribution": lambda: residual.logit_attribution(
+                tr, readout.direct_logit_attribution(tr, gpt.model, position, minus_mean=True), piece, position,
+                projector=pj),
             "gpt_only": lambda: message("The logit lens reads the GPT's predictions: pick the GPT.", "Logit lens",
                                         filename="toyviz-logit-lens", projector=pj),
             # Why this token?

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 import toyviz
-from toyviz.app.views import sampling
 from toyviz.app.views.attention import attention_view
 from toyviz.app.views.experiments import experiments_view
 from toyviz.app.views.features import features_view
@@ -33,6 +32,7 @@ from toyviz.errors import UserError
 from toyviz.app.controls import RANGES
 from toyviz.app.explorer import Explorer
 from toyviz.models.size import count_parameters
+from toyviz.serving import pacing
 
 PROMPT = "To be, or not to be, that is the question"
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,9 +261,9 @@ def test_the_renderers_clamp_to_the_controls_ranges(shipped):
 
 
 def test_generation_streams_token_by_token_and_ends_with_the_figure(shipped, monkeypatch):
-    monkeypatch.setattr(sampling, "TEXT_EVERY_S", 0.0)              # every token its own update
-    monkeypatch.setattr(sampling, "UPDATES_PER_S", math.inf)
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10**6)             # no pacing
+    monkeypatch.setattr(pacing, "TEXT_EVERY_S", 0.0)                # every token its own update
+    monkeypatch.setattr(pacing, "UPDATES_PER_S", math.inf)
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 10**6)               # no pacing
     updates = list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 6, 1, False))
     assert len(updates) == 7 and all(u[3] is None for u in updates[:-1]) and updates[-1][3] is not None
     assert [u[1].count('class="token-prob"') for u in updates] == [1, 2, 3, 4, 5, 6, 6]
@@ -275,9 +275,9 @@ def test_a_fast_generation_is_sent_at_a_pace_a_browser_can_draw(shipped, monkeyp
     """Tokens every 20 ms: the text goes out at most 13 times a second (tokens grouped, so that a page
     that has drawn every tab keeps up), and the last update carries everything."""
     clock = iter(range(10**6))
-    monkeypatch.setattr(sampling.time, "perf_counter", lambda: next(clock) * 0.01)     # 2 calls a token: 20 ms
-    monkeypatch.setattr(sampling.time, "sleep", lambda seconds: None)
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10**6)
+    monkeypatch.setattr(pacing.time, "perf_counter", lambda: next(clock) * 0.01)       # 2 calls a token: 20 ms
+    monkeypatch.setattr(pacing.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 10**6)
     updates = list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 60, 1, False))
     counts = [u[1].count('class="token-prob"') for u in updates]
     assert 12 <= len(updates) <= 1.2 * 13 + 2 and counts == sorted(counts) and counts[-1] == 60, counts
@@ -285,11 +285,11 @@ def test_a_fast_generation_is_sent_at_a_pace_a_browser_can_draw(shipped, monkeyp
 
 
 def test_a_fast_generation_is_shown_at_a_reading_pace(shipped, monkeypatch):
-    monkeypatch.setattr(sampling, "TEXT_EVERY_S", 0.0)
-    monkeypatch.setattr(sampling, "UPDATES_PER_S", math.inf)
+    monkeypatch.setattr(pacing, "TEXT_EVERY_S", 0.0)
+    monkeypatch.setattr(pacing, "UPDATES_PER_S", math.inf)
     start = time.perf_counter()
     updates = list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))
-    assert time.perf_counter() - start >= 16 / sampling.TOKENS_PER_S and len(updates) == 17
+    assert time.perf_counter() - start >= 16 / pacing.TOKENS_PER_S and len(updates) == 17
 
 
 def test_the_mask_experiment_changes_only_the_last_word(shipped):
@@ -392,13 +392,13 @@ def test_under_load_a_new_beam_search_is_greedy_with_a_note(shipped):
 
 
 def test_generation_paces_itself_alone_and_not_when_a_class_is_streaming(shipped, monkeypatch):
-    from toyviz.app.explorer import BUSY_GENERATIONS
-    slept, here, real_sleep = [], threading.get_ident(), sampling.time.sleep
+    from toyviz.serving.pacing import BUSY_GENERATIONS
+    slept, here, real_sleep = [], threading.get_ident(), pacing.time.sleep
     # time.sleep is patched for every thread: others (the server's memory keeper, left running by an
     # earlier test) sleep as ever, and only this thread's pauses are counted
-    monkeypatch.setattr(sampling.time, "sleep",
+    monkeypatch.setattr(pacing.time, "sleep",
                         lambda s: slept.append(s) if threading.get_ident() == here else real_sleep(s))
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 0.01)        # a pace no machine falls behind: it must sleep
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 0.01)          # a pace no machine falls behind: it must sleep
     tokens = lambda updates: updates[-1][1].count('class="token-prob"')
     assert tokens(list(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 16, 1, False))) == 16
     assert slept and max(slept) > 0                                     # alone: a reading pace
@@ -428,7 +428,7 @@ def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(
 
 
 def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_text(shipped, monkeypatch):
-    monkeypatch.setattr(sampling, "TOKENS_PER_S", 10**6)
+    monkeypatch.setattr(pacing, "TOKENS_PER_S", 10**6)
     run = lambda feature, alpha: list(generate_view(shipped, "ROMEO:", 0.8, 50, 0.95, 24, 3, False,
                                                           feature, alpha))[-1]
     plain, off = run(-1, 0.0), run(7, 0.0)

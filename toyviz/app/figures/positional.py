@@ -52,7 +52,7 @@ def rope_heatmap(length: int, d_head: int, *, base: float = 10000.0, projector: 
 
 def model_encoding(trace: Trace, kind: str, *, table=None, projector: bool = False) -> go.Figure:
     """The positional information this model really uses: the vectors it added (sinusoidal or
-    learned — pass `table`, e.g. model.pos_emb.weight, to see the whole learned table), RoPE's
+    learned — pass `table`, every row the model adds, to see the whole learned table), RoPE's
     rotation angles, or a note that the model has none."""
     T = len(trace.token_ids)
     if kind == "rope":

@@ -11,7 +11,6 @@ import torch
 
 from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, numpy, style, token_labels,
                                  visible)
-from toyviz.interpret.readout import direct_logit_attribution, logit_lens_top
 from toyviz.models.trace import Trace
 
 
@@ -29,7 +28,7 @@ def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
     """Write × token heatmap of each write's share of the final stream (every column sums to 1):
     which layers built the vector the model finally reads at each position."""
     shares = write_shares(trace)
-    fig = figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=list(shares),
+    fig = figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=[n.label for n in shares],
                          colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
                          colorbar_title="share"))
     fig.update_layout(xaxis_title_text="token", yaxis_title_text="write (in forward order)", yaxis_autorange="reversed")
@@ -40,7 +39,7 @@ def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
 def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False) -> go.Figure:
     """For one token: the length of the embedding and of each write (bars) and of the running
     stream after each write (line), to show the stream growing as layers add to it."""
-    names = list(trace.residual_parts)
+    names = [name.label for name in trace.residual_parts]
     parts = torch.stack([p[position].double() for p in trace.residual_parts.values()])
     fig = figure([
         go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name="‖write‖", hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
@@ -56,11 +55,14 @@ READABLE_CHARS = 5    # a cell that holds fewer shows "␣…": then the positio
 ROWS_AT_MOST = 64     # … as long as the figure stays a page tall (longer prompts: the hover alone)
 
 
-def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Figure:
+def logit_lens(trace: Trace, lens: tuple[list[str], np.ndarray, np.ndarray], piece, *,
+               projector: bool = False) -> go.Figure:
     """What the model would predict next if it stopped after each layer (its final norm and head
-    applied early): watch the right answer appear, layer by layer. `piece(id)` names a token. The
-    positions run across while a cell can show its token, else (a projector, a longer prompt) down."""
-    names, top, prob = logit_lens_top(trace, model)
+    applied early): watch the right answer appear, layer by layer. `lens` is the (row names, top token
+    id [L+1, T], its probability [L+1, T]) of toyviz.interpret.readout.logit_lens_top; `piece(id)` names
+    a token. The positions run across while a cell can show its token, else (a projector, a longer
+    prompt) down."""
+    names, top, prob = lens
     text = [[visible(piece(int(i))) for i in row] for row in top]
     positions = token_labels(trace.tokens)
     down = cell_chars(len(positions), projector) < READABLE_CHARS and len(positions) <= ROWS_AT_MOST
@@ -81,13 +83,14 @@ def logit_lens(trace: Trace, model, piece, *, projector: bool = False) -> go.Fig
                  projector=projector, height=200 + 22 * len(positions) if down else 220 + 40 * len(names))
 
 
-def logit_attribution(trace: Trace, model, piece, position: int = -1, *, projector: bool = False) -> go.Figure:
+def logit_attribution(trace: Trace, parts: dict[str, float], piece, position: int = -1, *,
+                      projector: bool = False) -> go.Figure:
     """Direct contribution of the embedding, every head and every feed-forward to the predicted next
     token's logit minus the mean logit (the bars add up to it), to find which heads pushed it up: the
     quantity "Why this token?" decomposes, so the two tabs rank the same parts alike. Against the mean,
-    a write that raises every logit alike scores 0: it does not make this token more likely."""
+    a write that raises every logit alike scores 0: it does not make this token more likely. `parts`:
+    toyviz.interpret.readout.direct_logit_attribution(trace, model, position, minus_mean=True)."""
     token = int(trace.logits[position].argmax())
-    parts = direct_logit_attribution(trace, model, position, token, minus_mean=True)
     values = np.array(list(parts.values()), dtype=np.float32)
     fig = figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
                         hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))

@@ -12,7 +12,7 @@ from toyviz.app.figures import candidate_label, figure, grid_axes, numpy, style,
 from toyviz.models.sampling import next_token_probs
 
 
-# the streamed text's shades (toyviz.app.views.probability_html: indigo at 0.12 + 0.6·p opacity on white), so
+# the streamed text's shades (toyviz.app.views.sampling.probability_html: indigo at 0.12 + 0.6·p opacity on white), so
 # that the text and this figure colour the same token alike and the colour bar is the text's legend too
 PROBABILITY_SHADES = [[0.0, "rgba(99,102,241,0.12)"], [1.0, "rgba(99,102,241,0.72)"]]
 

@@ -1,6 +1,8 @@
 """The Positions tab: the model's position information, and the sinusoidal formula on its own."""
 from __future__ import annotations
 
+import torch
+
 from toyviz.app.controls import clamp
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import positional as positional_figs
@@ -11,7 +13,9 @@ def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False,
     tr, note = explorer.view(prompt, model)
     config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
     kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper
-    table = explorer.gpt.model.pos_emb.weight if model == "gpt" and kind == "learned" else None
+    # a learned table whole, every row as the model adds it (the trace holds the prompt's rows only)
+    table = (explorer.gpt.model.positional(torch.arange(config.context, device=explorer.gpt.device))
+             if model == "gpt" and kind == "learned" else None)
     d_model = config.d_model
     encoding = tr.positional if tr.positional is not None else sinusoidal_encoding(len(tr.tokens), d_model)
     if tr.positional is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import residual as residual_figs
 from toyviz.app.views.text import gpt_only
+from toyviz.interpret.readout import direct_logit_attribution, logit_lens_top
 
 
 def residual_view(explorer: Explorer, prompt, position=-1, projector=False, model="gpt"):
@@ -11,8 +12,10 @@ def residual_view(explorer: Explorer, prompt, position=-1, projector=False, mode
     position = explorer.position(tr, position)
     if model == "gpt":
         gpt = explorer.gpt
-        readout = (residual_figs.logit_lens(tr, gpt.model, gpt.tokenizer.piece, projector=projector),
-                   residual_figs.logit_attribution(tr, gpt.model, gpt.tokenizer.piece, position, projector=projector))
+        lens = logit_lens_top(tr, gpt.model)
+        parts = direct_logit_attribution(tr, gpt.model, position, minus_mean=True)
+        readout = (residual_figs.logit_lens(tr, lens, gpt.tokenizer.piece, projector=projector),
+                   residual_figs.logit_attribution(tr, parts, gpt.tokenizer.piece, position, projector=projector))
     else:       # both read the stream through the GPT's final norm and unembedding; the encoder has none
         readout = (gpt_only("The logit lens reads", "Logit lens", "logit-lens", projector),
                    gpt_only("Logit attribution splits", "Logit attribution", "logit-attribution", projector))
