@@ -1,6 +1,8 @@
 """Lesson files (toyviz.lessons): the shipped lessons parse, fit the shipped model, open the views they
 name and have their questions answered by the live model; a mistake in a file gives one message naming its line."""
 import html
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -190,6 +192,17 @@ def test_the_lessons_are_shipped_as_package_data():
                                                     "watch-it-learn.md"]
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert '"shipped/*.md"' in pyproject
+
+
+
+def test_the_lessons_load_neither_gradio_nor_plotly():
+    """toyviz.lessons sits below the app: a command-line check or a test reads and answers lessons without the
+    page's libraries."""
+    code = ("import sys, toyviz.lessons.__main__, toyviz.lessons.answers, toyviz.lessons.check, toyviz.lessons.library; "
+            "print(sorted(m for m in ('gradio', 'plotly') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------- the presenter ----------
