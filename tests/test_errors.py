@@ -66,7 +66,7 @@ def test_the_errors_module_is_a_leaf():
 def test_the_users_mistake_is_one_type_and_still_a_value_error():
     assert issubclass(UserError, ValueError)                  # callers catching ValueError keep catching it
     assert toyviz.PromptError is UserError is toyviz.UserError
-    from toyviz.app.lessons import LessonError
+    from toyviz.lessons.format import LessonError
     from toyviz.classroom.store import NotPresenter
     assert issubclass(LessonError, UserError) and issubclass(NotPresenter, UserError)
 

@@ -7,13 +7,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 import toyviz
-from toyviz.app import lessons, presenter
+from toyviz.app import presenter
 from toyviz.app.views.why import why_token
 from toyviz.app.explorer import Explorer
-from toyviz.app.lessons import LessonError
 from toyviz.classroom import routes, store
 from toyviz.classroom.store import LONGEST_CHOICE, Lectures
 from toyviz.errors import UserError
+from toyviz.lessons.__main__ import main
+from toyviz.lessons.check import check
+from toyviz.lessons.format import LessonError, parse
 
 HEAD = "---\ntitle: A test lesson\n---\n\n"          # 4 lines: a step's heading is line 5
 # three steps, four mistakes: the second heading has no title, the third no space after ##
@@ -27,9 +29,9 @@ TWO_STEPS = HEAD + ("## Look\ntab: tokens\n\nJust look.\n\n"
 
 def mistakes(text: str, models=None) -> list[tuple[int, str]]:
     with pytest.raises(LessonError) as caught:
-        parsed = lessons.parse(text, "test.md")
+        parsed = parse(text, "test.md")
         if models is not None:
-            lessons.check(parsed, models)
+            check(parsed, models)
     return list(caught.value.problems)
 
 
@@ -41,14 +43,14 @@ def test_every_mistake_in_a_file_is_named_with_its_line():
     assert "heading has no title" in said[12] and "has no answer:" in said[14]
     assert "'## Three'" in said[18] and "top_p must be from 0.05 to 1.0" in said[19]
     with pytest.raises(LessonError) as caught:
-        lessons.parse(BROKEN, "test.md")
+        parse(BROKEN, "test.md")
     assert str(caught.value).splitlines() == [f"test.md, line {line}: {what}" for line, what in found]
 
 
 def test_a_heading_without_a_title_is_a_step_of_its_own_not_text_of_the_one_above():
     found = mistakes(HEAD + "## One\n\nText.\n\n## \ntemperature: 0.5\n")
     assert found == [(9, "a step's heading has no title: write it after '## ' (this is a step of its own)")]
-    fixed = lessons.parse(HEAD + "## One\n\nText.\n\n## Two\ntemperature: 0.5\n\n### A sub-heading is text\n")
+    fixed = parse(HEAD + "## One\n\nText.\n\n## Two\ntemperature: 0.5\n\n### A sub-heading is text\n")
     assert [s.title for s in fixed.steps] == ["One", "Two"] and fixed.steps[0].text == "Text."
     assert fixed.steps[1].view["temperature"] == 0.5 and "### A sub-heading" in fixed.steps[1].text
 
@@ -68,16 +70,16 @@ def test_the_checker_prints_every_mistake_and_goes_on_to_the_next_file(tmp_path,
     (tmp_path / "broken.md").write_text(BROKEN, encoding="utf-8")
     (tmp_path / "fine.md").write_text(TWO_STEPS, encoding="utf-8")
     monkeypatch.setattr(toyviz, "load", lambda name: tiny_gpt)
-    assert lessons.main([str(tmp_path / "broken.md"), str(tmp_path / "fine.md")]) == 1
+    assert main([str(tmp_path / "broken.md"), str(tmp_path / "fine.md")]) == 1
     out = capsys.readouterr().out
     assert [line.split(":")[0] for line in out.splitlines()[:6]] == [f"broken.md, line {n}" for n in (7, 8, 12, 14, 18, 19)]
     assert "A test lesson (fine.md): 2 steps" in out
-    assert lessons.main([str(tmp_path / "fine.md")]) == 0
+    assert main([str(tmp_path / "fine.md")]) == 0
 
 
 def test_the_bar_lists_each_mistake_on_a_line_of_its_own():
     with pytest.raises(LessonError) as caught:
-        lessons.parse(BROKEN, "test.md")
+        parse(BROKEN, "test.md")
     bar = presenter.problem(str(caught.value))
     assert bar.count("<br>") == 5 and "test.md, line 12: a step&#x27;s heading has no title" in bar
 
@@ -93,7 +95,7 @@ def page(tmp_path, tiny_checkpoints, monkeypatch):
     (tmp_path / "broken.md").write_text(BROKEN, encoding="utf-8")
     monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
     explorer = Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu")
-    demo = app.build(explorer, Lectures(tmp_path / "lectures.sqlite3", models=explorer))
+    demo = app.build(explorer, Lectures(tmp_path / "lectures.sqlite3"))
     ui = demo.ui
     def press(component):
         event = next(f for f in demo.fns.values() if {(component._id, "click"), (component._id, "input")} & set(f.targets))
