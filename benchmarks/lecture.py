@@ -46,7 +46,8 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import SETTLE_S, Server, percentile, server_errors, targets
-from toyviz.classroom.store import Lectures, lesson_of
+from toyviz.classroom.store import Lectures
+from toyviz.lessons.library import lesson_of
 
 LESSON = "sampling"
 POLL_S = 1.0                     # phone.html's POLL_MS

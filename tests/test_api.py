@@ -15,7 +15,7 @@ def test_trace_api_shapes(tiny_gpt):
     assert tr.tokens[0] == "<|endoftext|>" and len(tr.token_ids) == T
     assert tr.tokens == tiny_gpt.tokenizer.pieces(tr.token_ids) and tr.truncated == 0 and tr.ablated == {}
     assert tr.attention.shape == (2, 4, T, T)
-    assert list(tr.residual_parts) == ["embed", "attn.0", "mlp.0", "attn.1", "mlp.1"]
+    assert list(tr.residual_parts) == ["embed", "block0.attn", "block0.mlp", "block1.attn", "block1.mlp"]
     assert tr.logits.shape == (T, tiny_gpt.tokenizer.vocab_size)
     assert set(tr.layernorms) == {"block0.ln1", "block0.ln2", "block1.ln1", "block1.ln2", "ln_f"}
     ln = tr.layernorms["block0.ln1"]
@@ -40,7 +40,7 @@ def test_head_view_is_what_the_model_computed(tiny_gpt):
 
 def test_heads_to_switch_off_become_the_forward_s_ablation(tiny_gpt):
     tr = tiny_gpt.trace("To be, or not to be", ablate=[(0, 1), (1, 3), (1, 0)], ablation="mean")
-    assert tr.ablated == {"attn.0": {1: "mean"}, "attn.1": {3: "mean", 0: "mean"}}
+    assert tr.ablated == {"block0.attn": {1: "mean"}, "block1.attn": {3: "mean", 0: "mean"}}
     with pytest.raises(toyviz.PromptError, match="no head 2.0"):
         tiny_gpt.trace("To be", ablate=[(2, 0)])
     with pytest.raises(toyviz.PromptError, match="ablation must be one of"):

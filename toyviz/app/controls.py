@@ -15,15 +15,19 @@ MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
 MAX_BEAM = 8
 MODELS = ("gpt", "encoder", "decoder")      # what the model picker offers: the GPT or one translator stack
 TABS = ("tokens", "positional", "attention", "inside", "layernorm", "residual", "why", "features", "sample",
-        "translate", "model", "experiments", "watch")
+        "translate", "model", "experiments", "watch", "circuits")
 DEFAULT_PROMPT = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
 DEFAULT_SOURCE = "In the beginning God created the heavens and the earth."
+LAST_WORD = "dream"           # the Inside-a-head tab's word put in place of the prompt's last: its box starts so
+FORMULA = {"length": 128, "d_model": 64}      # where the Positions tab's sliders of the formula on its own start
+KV_NEW_TOKENS = 48            # the KV-cache button generates this many tokens with the cache and without
 
 DEFAULTS = {
     "tab": "attention", "prompt": DEFAULT_PROMPT, "layer": 0, "head": 0, "mode": "probs", "query": -1,
     "temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": 0, "max_new": 80,
     "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False, "model": "gpt",
     "feature": -1, "steer_feature": -1, "steer_alpha": 0.0,
+    "circuit_target": "", "supernodes": "",       # the Circuits tab's target (blank: the top prediction), its groups
 }
 CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
 # None = up to the loaded model (its layers, heads, context, snapshots): the caller passes that bound

@@ -12,16 +12,14 @@ from contextlib import contextmanager
 
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
+from toyviz.interpret.causal_mask import with_last_word
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.caches import Caches
-from toyviz.app.controls import MODELS, setting
+from toyviz.app.controls import KV_NEW_TOKENS, LAST_WORD, MODELS, setting
 from toyviz.app.loaded import clean_prompt
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
 BUSY_SEARCHES = 2       # searches running at once before a new beam search is greedy: a class must not queue behind them
-# generations streaming at once beyond which they stop pacing themselves to a reading speed: a paced stream
-# holds its worker while it sleeps, and a class must not queue for a first token behind sleeping streams
-BUSY_GENERATIONS = 2
 
 
 class Running:
@@ -70,8 +68,7 @@ class Explorer(Caches):
         traced with and without the mask → (masked, edited, unmasked, edited unmasked) traces. Without
         the mask the earlier positions' outputs change when a later word does: the future leaks."""
         text, _ = clean_prompt(prompt)
-        words = text.rsplit(maxsplit=1)
-        edited = (words[0] + " " if len(words) > 1 else "") + (str(last_word or "").strip() or "dream")
+        edited = with_last_word(text, str(last_word or "").strip() or LAST_WORD)
         return (self.trace(text)[0], self.trace(edited)[0], self.trace(text, causal=False)[0],
                 self.trace(edited, causal=False)[0])
 
@@ -112,7 +109,7 @@ class Explorer(Caches):
         return features.steer(feature, alpha), (f"Steered: feature #{feature} ({features.labels[feature]}) added "
                                                 f"× {alpha:g} at {features.site.name}, at every position. ")
 
-    def kv_cache_benchmark(self, prompt, new_tokens: int = 48) -> dict:
+    def kv_cache_benchmark(self, prompt, new_tokens: int = KV_NEW_TOKENS) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""
         gpt = self.need_gpt()
         text, _ = clean_prompt(prompt)

@@ -82,8 +82,8 @@ def patching_figures(pt: Patching, piece, *, projector: bool = False) -> tuple[g
     each head's whole output. `piece(id)` names the two answers."""
     x = token_labels([a if a == b else f"{a}→{b}" for a, b in zip(pt.clean_tokens, pt.corrupted_tokens)])
     text = _cells(pt.resid) if len(x) <= PATCH_TEXT_COLUMNS else None
-    resid = figure(heatmap(pt.resid, x=x, y=pt.resid_names, colorscale="RdBu", zmin=-1, zmax=1, zmid=0,
-                           text=text, texttemplate="%{text}" if text is not None else None,
+    resid = figure(heatmap(pt.resid, x=x, y=[n.label for n in pt.resid_names], colorscale="RdBu", zmin=-1, zmax=1,
+                           zmid=0, text=text, texttemplate="%{text}" if text is not None else None,
                            hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title="effect"))
     resid.update_layout(xaxis_title_text="position (clean→corrupted where they differ)", yaxis_autorange="reversed")
     L, H = pt.heads.shape
