@@ -58,6 +58,7 @@ CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="ut
 # benchmarks.load (30 students) 16 slots were all taken (a generation took ~20 s) and the first token
 # waited for one: p95 9.0 s; with 32, 1.5 s
 GENERATIONS_AT_ONCE = 32
+UPDATES_AT_ONCE = 4          # a tab's updates computed at once in one process: more only wait for the lock
 QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the page at once (4 each), with room
 # Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
 # export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
@@ -74,6 +75,8 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
     `workers`: the processes the renderers compute in (default: this one, on `explorer`)."""
     ui, sizes = SimpleNamespace(), explorer.sizes()
     compute = binder(explorer, workers)     # a renderer of the inputs alone, computed here or in a worker
+    # each kind of update computed at once: enough to keep every worker busy with one tab's (8 workers, 16)
+    ui.at_once = max(UPDATES_AT_ONCE, 2 * len(workers.workers) if workers else 0)
     bind = lambda view: friendly(compute(view))
     with gr.Blocks(title="toyviz — see a transformer work", delete_cache=CLEAN_CACHE) as demo:
         layout.lesson_bar(ui)                   # a lecture's step, question and join code (issue #33)
@@ -122,15 +125,16 @@ def wire_tabs(ui, tabs: dict, bind):
         tab, on_page, js = getattr(ui, f"tab_{name}"), in_place(fn, outputs), clamp_in_page(inputs)
         # one event draws the tab and notes it as current (two were a tenth of what a class's page opens sent)
         tab.select(lambda *values, draw=on_page, name=name: [*draw(*values), name], inputs, outputs + [ui.current],
-                   js=js, api_visibility="private", concurrency_limit=4)
+                   js=js, api_visibility="private", concurrency_limit=ui.at_once)
         for control in controls:        # the Sample tab's sliders: the page's own model answers them when it runs
             trigger = browser_model.page_first(control.input, "redraw", inputs).success if name == "sample" \
                 else control.input
-            trigger(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=4)
+            trigger(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=ui.at_once)
         gr.Button(visible=False).click(limited(fn, api_name), inputs, outputs, api_name=api_name,
-                                       concurrency_limit=4)          # scripts call these: each visitor's share
+                                       concurrency_limit=ui.at_once)          # scripts call these: each visitor's share
         gr.Button(visible="hidden", elem_id=f"redraw-{name}").click(on_page, inputs, outputs, js=js,
-                                                                   api_visibility="private", concurrency_limit=4)
+                                                                   api_visibility="private",
+                                                                   concurrency_limit=ui.at_once)
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
 
@@ -155,7 +159,7 @@ def wire_tabs(ui, tabs: dict, bind):
     js = clamp_in_page([ui.current] + ui.all_inputs)
     for example in ui.prompt_examples:      # (a js-only step after an example's load is never run: Gradio's way)
         example.load_input_event.then(refresh, [ui.current] + ui.all_inputs, ui.all_outputs, js=js,
-                                      api_visibility="private", concurrency_limit=4)
+                                      api_visibility="private", concurrency_limit=ui.at_once)
     for control in {id(c): c for c in ui.all_inputs if isinstance(c, gr.Slider)}.values():
         show_clamped(control)
 
@@ -179,7 +183,7 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
     bind = lambda view: friendly(compute(view))
     translate, inputs, outputs = tabs["translate"][:3]
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
-        event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=4)
+        event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=ui.at_once)
     for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
         event(friendly(formula_view), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
               api_visibility="private")
@@ -245,7 +249,8 @@ def wire_circuits(ui, compute):
     intervene = limited(bind(circuits.intervention_view), "circuit_intervene")
     ui.circuit_button.click(in_place(intervene, [ui.circuit_result]), inputs, ui.circuit_result,
                             js=clamp_in_page(inputs), api_visibility="private", concurrency_limit=2,
-                            concurrency_id="circuit")
+                            concurrency_id="circuit").then(lambda: gr.update(visible=True), None, ui.circuit_result,
+                                                           api_visibility="private")
     gr.Button(visible=False).click(intervene, inputs, ui.circuit_result, api_name="circuit_intervene",
                                    concurrency_limit=2, concurrency_id="circuit")
     gr.Button(visible=False).click(limited(bind(circuits.circuit_json), "circuit"), [ui.prompt, ui.circuit_target],
@@ -414,7 +419,7 @@ def main(argv=None):
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
     # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
     # opening the link together (then 6 events each) were refused "queue full" 90 times in 100 (benchmarks.load --browser)
-    demo.queue(default_concurrency_limit=4, max_size=QUEUE_PLACES)
+    demo.queue(default_concurrency_limit=demo.ui.at_once, max_size=QUEUE_PLACES)
     shelf = Shelf()
     options = launch_options(demo.ui.presenter, shelf)
     threading.Thread(target=shelf.warm, daemon=True).start()    # the model's files compressed before a Sample tab asks

@@ -31,7 +31,9 @@ readers benchmarks.harness.)
   the class left behind: caches, fragments, anything leaked); rss_peak_mb: its high-water mark;
   rss_growth_mb = end − start (the target's figure); rss_growth_after_warm_up_mb = end − warm;
   rss_timeline_mb: every 10 s during the class (levelling off = caches filling, still rising = a leak);
-  rss_by_mapping_start_mb / _end_mb: resident memory by kind of mapping (heap, anonymous, files, other)
+  rss_by_mapping_start_mb / _end_mb: resident memory by kind of mapping (heap, anonymous, files, other);
+  worker_rss_mb: each worker process's (issue 43) after the warm-up, at the end, and its growth (a worker
+  replaced during the class is not in it)
 - server_tracebacks: tracebacks in the server's log; server_errors: their final lines, counted;
   server_error_frames: the innermost frame of each, counted (the log is kept with --log)
 - burst: after the class, every student presses Generate at the same moment (a lecturer: "now all of
@@ -68,7 +70,7 @@ import json
 import threading
 import time
 
-from benchmarks.harness import SETTLE_S, Server, server_errors, spread
+from benchmarks.harness import SETTLE_S, Server, memory_mb, server_errors, spread
 from benchmarks.harness import targets as against
 from benchmarks.replay import MODEL_FILES, browsers_during_class, open_page, sample_in_browser
 from benchmarks.students import (MIX, TAB_ENDPOINTS, TIMEOUT_S, Class, alive, burst, run_class, warm_up)
@@ -132,6 +134,7 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
             page["files"] = [url for url in page["files"] if not url.endswith(MODEL_FILES)]
         browser_pages, meanwhile = browsers_during_class(server.url, pages, seconds)
     warm_memory, timeline, done = server.memory_mb(), [], threading.Event()
+    workers_warm = {pid: memory_mb(pid).get("rss") for pid in server.worker_pids()}
 
     def sample():                                       # does memory level off or keep growing?
         while not done.wait(RSS_EVERY_S):
@@ -148,6 +151,7 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
     after_memory = server.memory_mb()
     time.sleep(SETTLE_S)                                # what the class left behind, not what it was using
     end_memory, end_map = server.memory_mb(), server.memory_map_mb()   # before the burst's extra clients
+    workers_end = {pid: memory_mb(pid).get("rss") for pid in server.worker_pids()}
     if not in_browser:                                  # in the browser, "now all of you" reaches no server
         burst(server.url, students, timeout, seed, out)
     figures = {"students": students, "minutes": round(seconds / 60, 2), "timeout_s": timeout,
@@ -170,7 +174,12 @@ def measure(server: Server, students: int, seconds: float, timeout: float = TIME
                     else None,
                     "rss_growth_after_warm_up_mb": r(end_memory["rss"] - warm_memory["rss"])
                     if warm_memory and end_memory else None, "rss_timeline_mb": timeline,
-                    "rss_by_mapping_start_mb": start_map, "rss_by_mapping_end_mb": end_map})
+                    "rss_by_mapping_start_mb": start_map, "rss_by_mapping_end_mb": end_map,
+                    # each worker process (toyviz.serving.workers) after the warm-up and at the end
+                    "worker_rss_mb": [{"warm": r(workers_warm.get(pid)), "end": r(rss),
+                                       "growth_after_warm_up": r(rss - workers_warm[pid])
+                                       if rss is not None and workers_warm.get(pid) is not None else None}
+                                      for pid, rss in workers_end.items()]})
     figures["alive_after"] = alive(server.url, timeout)
     figures.update(server_errors(server.log()))
     figures["targets"] = targets(figures, in_browser)
