@@ -75,6 +75,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
     `workers`: the processes the renderers compute in (default: this one, on `explorer`)."""
     ui, sizes = SimpleNamespace(), explorer.sizes()
     compute = binder(explorer, workers)     # a renderer of the inputs alone, computed here or in a worker
+    ui.workers = workers
     # each kind of update computed at once: enough to keep every worker busy with one tab's (8 workers, 16)
     ui.at_once = max(UPDATES_AT_ONCE, 2 * len(workers.workers) if workers else 0)
     bind = lambda view: friendly(compute(view))
@@ -408,10 +409,15 @@ def main(argv=None):
     count = default_workers(args.device) if args.workers < 0 else args.workers
     # the workers load their models while this process loads its own (sizes, lessons' answers) and builds the page
     workers = start_workers(count, args.gpt, args.translator, args.device) if count else None
-    explorer = Explorer.load(args.gpt, args.translator, args.device)
-    for problem in explorer.problems.values():
-        print(f"toyviz: {problem}")
-    demo = build(explorer, workers=workers)
+    try:
+        explorer = Explorer.load(args.gpt, args.translator, args.device)
+        for problem in explorer.problems.values():
+            print(f"toyviz: {problem}")
+        demo = build(explorer, workers=workers)
+    except BaseException:
+        if workers:
+            workers.close()              # not left running without a server
+        raise
     first = {name: getattr(demo.ui, name).value for tab in TABS.values() for name in tab.inputs}
     seconds = workers.wait_ready().on_each(draw_every_tab, first) if workers else [draw_every_tab(explorer, first)]
     print(f"toyviz: every tab drawn once in {max(seconds):.1f} s" + (f", in each of {count} worker processes"

@@ -104,6 +104,8 @@ class App:
 
     def close(self):
         self.demo.close()
+        if self.demo.ui.workers:            # main started them (toyviz.serving.workers)
+            self.demo.ui.workers.close()
 
 
 def figure(value) -> dict:
@@ -653,7 +655,7 @@ def test_a_folder_that_is_not_a_checkpoint_gives_one_line(tmp_path, capsys, monk
     class Built(Exception):
         """Raised instead of building the page: main() got as far as an explorer."""
 
-    def build(explorer):
+    def build(explorer, **options):
         raise Built(explorer)
 
     monkeypatch.setattr(app, "build", build)
