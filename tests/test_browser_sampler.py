@@ -206,8 +206,9 @@ def test_a_generated_token_shows_its_candidates_and_branches_into_a_tree_all_in_
         click_row(page, other)
         page.wait_for_function("window.toyviz.sampler.lastRun !== null")
         branch = page.evaluate("window.toyviz.sampler.lastRun.tokens")
-        chosen = page.evaluate(f"() => {CANDIDATES}.data[0].y[{other}]")
+        chosen = names[other]
         assert branch[:step] == run[:step] and chosen.endswith(f"(#{branch[step]})") and len(branch) == 16
+        assert page.evaluate(f"() => {CANDIDATES}.data[0].y[{other}]") == f"<b>{chosen}</b>"     # the one it took now
         tree = page.locator("#tv-branches .tv-tree button")
         expect()(tree).to_have_count(2)
         assert tree.nth(1).get_attribute("aria-current") == "true" and f"token {step + 1}:" in tree.nth(1).inner_text()
@@ -234,25 +235,79 @@ def test_a_generated_token_shows_its_candidates_and_branches_into_a_tree_all_in_
 
 def click_row(page, index):
     """A click on candidate `index`'s row of the candidates figure, right of its bars, as a student would."""
-    row = page.locator("#tv-branches .tv-candidates .barlayer .trace").nth(1).locator(".point").nth(index).bounding_box()
+    point = page.locator("#tv-branches .tv-candidates .barlayer .trace").nth(1).locator(".point").nth(index)
+    point.scroll_into_view_if_needed()
+    row = point.bounding_box()
     area = page.locator("#tv-branches .tv-candidates .nsewdrag").first.bounding_box()
     page.mouse.click(area["x"] + area["width"] * 0.6, row["y"] + row["height"] / 2)
 
 
 def shoot(page, name):
-    """The generated text, the candidates and the tree as a student sees them: at 1440×900, and in projector
-    mode at 1280×720 (the server redraws its figures, the page's take that mode's sizes); then as before."""
+    """The generated text, the candidates and the tree as a student sees them, and the attention figure below
+    them: at 1440×900, and in projector mode at 1280×720 (its class on the page: the page's figures take that
+    mode's sizes; the checkbox would also have the server redraw its own); then as before."""
     SHOTS.mkdir(exist_ok=True)
     viewport = page.viewport_size
     top = "window.scrollTo(0, document.querySelector('#generated').getBoundingClientRect().top + scrollY - 8)"
     page.set_viewport_size({"width": 1440, "height": 900})
     page.evaluate(top)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.locator("#tv-branches .tv-attention").screenshot(path=str(SHOTS / f"{name}-attention.png"))
     page.set_viewport_size({"width": 1280, "height": 720})
     page.evaluate("document.body.classList.add('projector')")
     page.wait_for_function(f"() => {CANDIDATES}.layout.template.layout.font.size > 20")
     page.wait_for_timeout(500)                  # Plotly fits a figure to a resized window 100 ms later
     page.evaluate(top)
     page.screenshot(path=str(SHOTS / f"{name}-projector.png"))
+    page.locator("#tv-branches .tv-attention").screenshot(path=str(SHOTS / f"{name}-attention-projector.png"))
     page.evaluate("document.body.classList.remove('projector')")
     page.set_viewport_size(viewport)
+
+
+ATTENTION = "document.querySelector('#tv-branches .tv-attention .js-plotly-plot')"
+
+
+def test_the_pages_bars_and_attention_are_the_servers_figures(page, explorer):
+    """The bars the page draws are next_token_bars' (labels, numbers, title, trace styles), and its attention
+    is the Attention tab's: its colour scale, token labels as token_labels writes them, heads named as its grid."""
+    import json
+    import numpy as np
+    from toyviz.app.figures import attention, sampling, token_labels
+    prompt = "First Citizen:\nBefore we proceed any further"
+    page.locator("#prompt textarea").fill(prompt)
+    set_slider(page, "temperature", 0.7)
+    set_slider(page, "top-k", 20)
+    set_slider(page, "top-p", 0.9)
+    page.wait_for_function(f"() => ({TITLE})().includes('temperature 0.7, top-k 20, top-p 0.9')")
+    page.wait_for_function(f"() => {ATTENTION}?.data[0].x.length === {len(explorer.gpt.encode(prompt)[0])}")
+    gpt = explorer.gpt
+    ids = gpt.encode(prompt)[0]
+    trace = gpt.model.trace(ids)
+    server = json.loads(sampling.next_token_bars(trace.logits[-1], gpt.tokenizer.piece, temperature=0.7, top_k=20,
+                                                 top_p=0.9).to_json())
+    bars = page.evaluate(f"() => ({{data: {BARS}.data.map(({{x, y, ...style}}) => ({{x: Array.from(x), y, style}})), "
+                         f"title: {BARS}.layout.title.text}})")
+    assert bars["title"] == server["layout"]["title"]["text"]
+    for mine, theirs in zip(bars["data"], server["data"]):
+        assert mine["y"] == theirs["y"]
+        assert np.allclose(mine["x"], _floats(theirs["x"]), atol=2e-4)
+        style = lambda trace: json.dumps({k: trace.get(k) for k in ("name", "marker", "hovertemplate", "orientation")})
+        assert style(mine["style"]).replace(" ", "") == style(theirs).replace(" ", "")    # Plotly spaces rgba()'s
+    seen = page.evaluate(f"() => {{ const t = {ATTENTION}.data[0]; return {{x: t.x, y: t.y, z: t.z, "
+                         f"colorscale: t.colorscale, zmin: t.zmin, zmax: t.zmax}}; }}")
+    assert seen["x"] == token_labels([gpt.tokenizer.piece(i) for i in ids])
+    L, H = gpt.config.n_layer, gpt.config.n_head
+    assert seen["y"] == [f"L{l} H{h}" for l in range(L) for h in range(H)]
+    assert np.abs(np.asarray(seen["z"]) - trace.attention[:, :, -1, :].reshape(L * H, -1).numpy()).max() <= 1e-5
+    assert (seen["colorscale"], seen["zmin"], seen["zmax"]) == \
+           (json.loads(json.dumps(attention.PROBS_COLOURS["colorscale"])), 0, 1)
+    assert page.queue == [], page.queue
+
+
+def _floats(encoded):
+    """A figure's numbers as plotly's JSON holds them: a list, or base64 {"dtype", "bdata"}."""
+    import base64
+    import numpy as np
+    if isinstance(encoded, dict):
+        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"])
+    return np.asarray(encoded, dtype=np.float32)

@@ -150,6 +150,7 @@ export class Branches {
     const made = node.children.find((child) => child.at === step && child.tokens[step] === id);
     if (made) return this.show(made);
     const child = this.add(node, step, [...node.tokens.slice(0, step), id], this.settings.seed + this.nodes.length);
+    this.pick(step);                  // the same candidates, the one the branch took in bold
     return this.sampler.extend(child);
   }
 
