@@ -27,7 +27,7 @@ const CSS = `
 #tv-branches .tv-hint { margin: 0 0 4px; opacity: 0.8; }
 #tv-branches .tv-row { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
 #tv-branches .tv-candidates { flex: 3 1 36em; min-width: 0; }
-#tv-branches .tv-tree { flex: 1 1 16em; min-width: 0; padding-top: 8px; }
+#tv-branches .tv-tree { flex: 1 1 13em; min-width: 0; padding-top: 8px; }
 #tv-branches .tv-tree-head { font-weight: 600; margin-bottom: 4px; }
 #tv-branches .tv-tree ul { list-style: none; margin: 0; padding: 0; }
 #tv-branches .tv-tree li ul { margin-left: 0.6em; padding-left: 0.6em; border-left: 2px solid #c7d2fe; }
