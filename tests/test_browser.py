@@ -37,13 +37,16 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def url():
+    """The app as `python app.py` serves it: its renderers computed in two worker processes (issue 43)."""
     import app
-    demo = app.build(Explorer.load("gpt", "translator", "cpu"))
-    demo.queue(default_concurrency_limit=4, max_size=64)
-    _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
-                                show_error=True, css=app.CSS)
-    yield address
-    demo.close()
+    from toyviz.app.compute import start_workers
+    with start_workers(2, "gpt", "translator", "cpu") as workers:
+        demo = app.build(Explorer.load("gpt", "translator", "cpu"), workers=workers.wait_ready())
+        demo.queue(default_concurrency_limit=demo.ui.at_once, max_size=64)
+        _, address, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
+                                    show_error=True, css=app.CSS)
+        yield address
+        demo.close()
 
 
 @pytest.fixture(scope="module")
