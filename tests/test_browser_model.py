@@ -12,7 +12,6 @@ import os
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
 
 import base64
-import gzip
 import random
 from pathlib import Path
 

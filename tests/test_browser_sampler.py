@@ -192,6 +192,7 @@ def test_a_generated_token_shows_its_candidates_and_branches_into_a_tree_all_in_
         page.locator(f"#generated .token-prob[data-step='{step}']").click()
         expect()(page.locator("#tv-branches .tv-candidates")).to_be_visible()
         page.wait_for_function(f"() => {CANDIDATES}?.layout.title.text.startsWith('Token {step + 1} (drew')")
+        assert "top-k 5" in page.evaluate(f"() => {CANDIDATES}.layout.title.text")
         after, before, names = page.evaluate(f"() => [{CANDIDATES}.data[0].x, {CANDIDATES}.data[1].x, {CANDIDATES}.data[0].y]")
         # before: a plain softmax, every candidate > 0; after: top-k 5 leaves five, renormalised
         assert all(p > 0 for p in before) and sum(p > 0 for p in after) == 5

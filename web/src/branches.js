@@ -128,9 +128,10 @@ export class Branches {
     const { node, step } = this.shownCandidates, style = this.style(), piece = (id) => this.sampler.tokenizer.piece(id);
     const weighed = node.steps[step], drawn = node.tokens[step];
     const template = { traces: style.bars.traces, layout: { ...style.bars.layout, template: style.theme } };
-    const figure = candidateBars(template, weighed, piece, this.settings,
-                                 `Token ${step + 1} (drew ${visible(piece(drawn))})`, drawn,
-                                 `toyviz-candidates-token${step + 1}`);
+    // two lines: beside the tree, on a projector, one ran under it
+    const figure = candidateBars(template, weighed, piece, this.settings, {
+      heading: `Token ${step + 1} (drew ${visible(piece(drawn))}), the candidates`, then: ":<br>", drawn,
+      filename: `toyviz-candidates-token${step + 1}` });
     // one row a candidate: a click anywhere on its row picks it (its two numbers in one hover box), never a zoom
     Object.assign(figure.layout, { hovermode: "y unified", dragmode: false });
     const plot = this.candidates.querySelector(".tv-plot");

@@ -54,12 +54,13 @@ export function nextTokenBars(template, logits, piece, temperature, topK, topP) 
 }
 
 // weighed candidates → next_token_bars' figure on `template` ({traces, layout}: the server's last bars, or the
-// style browser_model.page_figures made); `heading` starts the title, `drawn` is the token the model took (bold)
-export function candidateBars(template, { ids, raw, after, kept }, piece, settings, heading = "Next token", drawn = null,
-                              filename = null) {
+// style browser_model.page_figures made); `heading` and `then` start the title, `drawn` is the token the model
+// took (bold)
+export function candidateBars(template, { ids, raw, after, kept }, piece, settings,
+                              { heading = "Next token", then = ": ", drawn = null, filename = null } = {}) {
   const { temperature, top_k: topK, top_p: topP } = settings;
   const names = ids.map((id) => (id === drawn ? `<b>${visible(piece(id))} (#${id})</b>` : `${visible(piece(id))} (#${id})`));
-  const title = `${heading}: temperature ${g(temperature)}, top-k ${topK || "off"}, top-p ${g(topP)} ` +
+  const title = `${heading}${then}temperature ${g(temperature)}, top-k ${topK || "off"}, top-p ${g(topP)} ` +
                 `→ ${kept} candidate${kept !== 1 ? "s" : ""}`;
   const [afterStyle, rawStyle] = template.traces;
   return {
