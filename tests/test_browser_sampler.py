@@ -312,3 +312,26 @@ def _floats(encoded):
     if isinstance(encoded, dict):
         return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"])
     return np.asarray(encoded, dtype=np.float32)
+
+
+def test_a_steered_run_goes_to_the_server_and_leaves_no_tree_of_the_pages_run(page):
+    """Steering is the server's: its text keeps no candidates, so the tree and the hint of the page's last run go."""
+    page.locator("#prompt textarea").fill("KING:")
+    set_slider(page, "max-new", 4)
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+    expect()(page.locator("#tv-branches .tv-tree")).to_be_visible()
+    page.locator("#steer-feature input").fill("0")
+    page.locator("#steer-feature input").press("Tab")
+    try:
+        page.locator("#generate").click()
+        expect()(page.locator("#generated-plot .gtitle").first).to_contain_text("4 generated tokens", timeout=WAIT)
+        assert page.queue, "the steered run did not go to the server"
+        expect()(page.locator("#tv-branches .tv-tree")).to_be_hidden()
+        expect()(page.locator("#tv-branches .tv-hint")).to_be_hidden()
+        assert page.locator("#generated .token-prob[data-step]").count() == 0
+    finally:
+        page.locator("#steer-feature input").fill("-1")
+        page.locator("#steer-feature input").press("Tab")
+        page.queue.clear()

@@ -89,6 +89,12 @@ export class Branches {
     return node;
   }
 
+  // the server writes the next text (a steered run): no tree, no candidates, until the page's next run
+  end() {
+    this.current = null;
+    this.hint.hidden = this.candidates.hidden = this.tree.hidden = true;
+  }
+
   // a node's text in #generated, its branch point marked, the tree pointing at it
   show(node) {
     Object.assign(this, { current: node, picked: null });

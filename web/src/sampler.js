@@ -36,6 +36,7 @@ export class Sampler {
       // a steering feature named (even with strength 0): the server's, which steers or refuses the number
       if (Number(values[STEERING]) !== -1) {
         document.querySelector("#generated-plot")?.removeAttribute("hidden");   // hidden by a run in the page
+        this.branches.end();                                    // its text keeps no candidates to show
         return [];
       }
       const [text, temperature, topK, topP, maxNew, seed] = values;
