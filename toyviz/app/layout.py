@@ -7,33 +7,41 @@ from __future__ import annotations
 
 import gradio as gr
 
-from toyviz.app import browser_model, lessons, links, presenter, views
+from toyviz.app import browser_model, links, presenter
 from toyviz.app.controls import DEFAULTS
+from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
+from toyviz.app.views.text import EXPLAIN, examples
+from toyviz.app.views import circuits
+from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
 from toyviz.interpret import explain
+from toyviz.lessons import library
 from toyviz.models.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.models.size import PRESETS
 from toyviz.training.variants import VARIANTS
 
 
 def header(ui):
-    """One line of title, then the prompt with the controls every tab shares beside it: the tabs start
-    within the first 300 px of a laptop screen. The link box appears once there is a link."""
-    gr.Markdown(views.EXPLAIN["header"], elem_id="intro")
-    with gr.Row(equal_height=False):
+    """One line of title, then one row: the prompt, the model, Explore and projector mode, the link, export and
+    lesson tools. A first screen shows a figure (issue 44): the tabs start ~170 px down at 1440×900 (they started
+    at 273), and on a projector the row alone (no title line) leaves room for a lesson bar, the tabs and the top of
+    a figure within 720 px. The link box appears once there is a link; the note is drawn under the tab bar (page.css)."""
+    gr.Markdown(EXPLAIN["header"], elem_id="intro")
+    with gr.Row(equal_height=False, elem_id="header"):
         # one line grows to three: Enter explores (in a multi-line box it would add a newline)
-        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=1, max_lines=3, scale=4,
+        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=1, max_lines=3, scale=5, min_width=300,
                                elem_id="prompt")
-        with gr.Column(scale=2, min_width=320):
-            ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
-                                value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model")
+        ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
+                            value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model",
+                            scale=4, min_width=280)
+        with gr.Column(scale=0, min_width=150, elem_id="header-run"):
+            ui.run = gr.Button("Explore", variant="primary", elem_id="run")
+            ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", container=False)
+        with gr.Column(scale=0, min_width=190, elem_id="header-tools"):
             with gr.Row():
-                ui.run = gr.Button("Explore", variant="primary", elem_id="run", min_width=100)
-                ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", min_width=100)
-        with gr.Column(scale=1, min_width=170):
-            ui.link_button = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
-            ui.export_button = gr.Button("Export view (HTML)", size="sm", elem_id="export")
-            ui.lesson_pick = gr.Dropdown(lessons.catalogue(), value=None, label="Lessons", elem_id="lesson-pick")
+                ui.link_button = gr.Button("Copy link", size="sm", elem_id="copy-link", min_width=80)
+                ui.export_button = gr.Button("Export HTML", size="sm", elem_id="export", min_width=80)
+            ui.lesson_pick = gr.Dropdown(library.catalogue(), value=None, label="Lessons", elem_id="lesson-pick")
     ui.link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", max_lines=1, visible=False)
     ui.exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
     ui.note = gr.Markdown(elem_id="note")
@@ -60,51 +68,65 @@ def lesson_bar(ui):
 
 
 def intro(ui, tab: str):
-    """A prompt tab's head: its explanation and its example prompts (a click fills the prompt)."""
-    gr.Markdown(views.EXPLAIN[tab])
-    ui.prompt_examples.append(gr.Examples(**views.examples(tab), inputs=ui.prompt, label="Example prompts"))
+    """A tab's head: its explanation (on a projector it goes under the figures: page.css)."""
+    gr.Markdown(EXPLAIN[tab])
+
+
+def prompt_examples(ui, tab: str):
+    """A prompt tab's example prompts (a click fills the prompt), under the figures they redraw: the first
+    screen shows a figure, not a row of buttons (issue 44)."""
+    ui.prompt_examples.append(gr.Examples(**examples(tab), inputs=ui.prompt, label="Example prompts"))
 
 
 def prompt_tabs(ui, sizes):
     with gr.Tab("Tokens", id="tokens") as ui.tab_tokens:
         intro(ui, "tokens")
         ui.tokens_out = [plot("tokens-plot"), plot("embed-norms-plot")]
+        prompt_examples(ui, "tokens")
     with gr.Tab("Positions", id="positional") as ui.tab_positional:
         intro(ui, "positional")
         ui.metric = gr.Radio(["cosine", "dot"], value="cosine", label="similarity")
         ui.positional_out = [plot("pe-plot"), plot("pe-dims-plot"), plot("pe-sim-plot")]
+        prompt_examples(ui, "positional")
         gr.Markdown("### The formula on its own, and two bugs from tutorials")
         with gr.Row():
             ui.pe_d = gr.Slider(8, 512, value=64, step=2, label="d_model", elem_id="pe-d")
             ui.pe_len = gr.Slider(8, 512, value=128, step=1, label="length", elem_id="pe-len")
         ui.formula_out = [plot("pe-formula-plot"), plot("pe-bug-plot")]
-        gr.Markdown(views.EXPLAIN["positional_bugs"])
+        gr.Markdown(EXPLAIN["positional_bugs"])
     with gr.Tab("Attention", id="attention") as ui.tab_attention:
         intro(ui, "attention")
         with gr.Row():
             ui.layer = slider("layer", "layer", upper=sizes.layers - 1, elem_id="layer")
             ui.head = slider("head", "head", upper=sizes.heads - 1, elem_id="head")
             ui.mode = gr.Radio(list(links.CHOICES["mode"]), value=DEFAULTS["mode"], label="show", elem_id="mode")
+        grid, one, labels = plot("attn-grid-plot"), plot("attn-plot"), gr.Markdown(elem_id="head-labels")
+        prompt_examples(ui, "attention")
+        # the heads' switches above the figure they change, not above the first picture
         ui.ablate = gr.CheckboxGroup(sizes.gpt_heads, label="switch heads off (layer.head)", elem_id="ablate")
-        ui.attention_out = [plot("attn-grid-plot"), plot("attn-plot"), gr.Markdown(elem_id="head-labels"),
-                            plot("ablation-plot")]
+        ui.attention_out = [grid, one, labels, plot("ablation-plot")]
     with gr.Tab("Inside a head", id="inside") as ui.tab_inside:
         intro(ui, "inside")
-        ui.query = slider("query", "query position (-1 = last token)", upper=sizes.context - 1, elem_id="query")
-        ui.last_word = gr.Textbox(value="dream", label="change the prompt's last word to", max_lines=1,
-                                  elem_id="last-word")
+        with gr.Row():
+            ui.query = slider("query", "query position (-1 = last token)", upper=sizes.context - 1, elem_id="query",
+                              scale=2)
+            ui.last_word = gr.Textbox(value="dream", label="change the prompt's last word to", max_lines=1,
+                                      elem_id="last-word")
         ui.inside_out = [plot("head-steps-plot"), plot("mask-plot"), plot("leak-plot")]
-        gr.Markdown(views.EXPLAIN["no_mask"])
+        prompt_examples(ui, "inside")
+        gr.Markdown(EXPLAIN["no_mask"])
     with gr.Tab("Layer norm", id="layernorm") as ui.tab_layernorm:
         intro(ui, "layernorm")
         with gr.Row():
             ui.norm_name = gr.Dropdown(["block0.ln1"], value="block0.ln1", label="LayerNorm", allow_custom_value=True)
             ui.ln_position = slider("query", "token position", upper=sizes.context - 1)
         ui.layernorm_out = [plot("ln-heat-plot"), plot("ln-curve-plot"), plot("ln-param-plot"), plot("ln-hist-plot")]
+        prompt_examples(ui, "layernorm")
     with gr.Tab("Residual stream", id="residual") as ui.tab_residual:
         intro(ui, "residual")
         ui.res_position = slider("query", "token position", upper=sizes.context - 1)
         ui.residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
+        prompt_examples(ui, "residual")
     why_tab(ui)
     features_tab(ui)
 
@@ -120,6 +142,38 @@ def features_tab(ui):
         ui.features_out = [plot("features-prompt-plot"), gr.Markdown(elem_id="feature-about"),
                            plot("feature-contexts-plot"), plot("feature-histogram-plot"), plot("feature-logits-plot"),
                            gr.Markdown(elem_id="feature-list")]
+        prompt_examples(ui, "features")
+
+
+def circuits_tab(ui):
+    """The Circuits tab (issue 45): the attribution graph with the hovered node's dashboard beside it (drawn in the
+    page from the figure's own data: toyviz.app.figures.circuits.PAGE_SCRIPT), a clicked feature ablated or steered
+    below; the target and the supernodes redraw on Enter and are kept in the link."""
+    with gr.Tab("Circuits", id="circuits") as ui.tab_circuits:
+        gr.Markdown(circuits.EXPLAIN)
+        ui.prompt_examples.append(gr.Examples([text for _, text in circuits.EXAMPLES], inputs=ui.prompt,
+                                              example_labels=[name for name, _ in circuits.EXAMPLES],
+                                              label="Example prompts"))
+        with gr.Row():
+            ui.circuit_target = gr.Textbox(value=DEFAULTS["circuit_target"], max_lines=1, elem_id="circuit-target",
+                                           label="target token (blank: the top prediction; one token, ␣ for a space "
+                                                 "typed as a space)")
+            ui.supernodes = gr.Textbox(value=DEFAULTS["supernodes"], max_lines=2, elem_id="supernodes", scale=2,
+                                       label="supernodes, by hand: name: id id; name: id id (ids from a node's "
+                                             "hover; Enter draws them)")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                graph = plot("circuit-graph-plot")
+            panel = gr.HTML(elem_id="circuit-dashboard", js_on_load=circuit_figs.PAGE_SCRIPT, min_width=320)
+        ui.circuits_out = [graph, panel, gr.Markdown(elem_id="circuit-about")]
+        with gr.Row():
+            ui.circuit_node = gr.Textbox(label="feature (click one in the graph, or type its id)", max_lines=1,
+                                         elem_id="circuit-node")
+            ui.circuit_scale = gr.Slider(*circuits.SCALES, value=0, step=0.5, elem_id="circuit-scale",
+                                         label="scale it by (0 ablates, 2 doubles, −1 flips)")
+            ui.circuit_button = gr.Button("Ablate / steer in the GPT", variant="primary", elem_id="circuit-intervene")
+        ui.circuit_result = plot("circuit-intervention-plot", visible=False)     # shown once there is a result
+        ui.circuit_json = gr.JSON(visible=False)         # the HTTP endpoint's graph (Neuronpedia's schema)
 
 
 def why_tab(ui):
@@ -127,8 +181,11 @@ def why_tab(ui):
         intro(ui, "why")
         ui.why_token = gr.Dropdown([("the top prediction", "")], value="", allow_custom_value=True,
                                    label="explain the next token (pick one, or type a token as the tabs show it: ␣lord)", elem_id="why-token")
-        ui.why_out = [gr.HTML(elem_id="why-summary", js_on_load=SCROLL_TO_PANEL), plot(explain.PANELS["components"]),
+        # the first panel, then the paragraph that reads all four (its numbers link to their panels)
+        components = plot(explain.PANELS["components"])
+        ui.why_out = [gr.HTML(elem_id="why-summary", js_on_load=SCROLL_TO_PANEL), components,
                       plot(explain.PANELS["saliency"]), plot(explain.PANELS["lens"]), gr.HTML(elem_id="why-sources-panel")]
+        prompt_examples(ui, "why")
         gr.Markdown("### Activation patching: where does what tells two prompts apart live?")
         first = explain.PAIRS[0]
         ui.pair = gr.Dropdown([p.name for p in explain.PAIRS], value=first.name, label="a prepared pair (or type your own)",
@@ -166,6 +223,7 @@ def sample_tab(ui):
         ui.generated = gr.HTML(elem_id="generated")
         ui.generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
         intro(ui, "sample")
+        prompt_examples(ui, "sample")
         with gr.Row():          # the server's alone: a steered generation runs there, wherever the model runs
             ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
                                          label="steer with feature # (-1 = off; numbers in the Features tab)")
@@ -176,42 +234,48 @@ def sample_tab(ui):
 
 def translate_tab(ui, sizes):
     with gr.Tab("Translate", id="translate") as ui.tab_translate:
-        gr.Markdown(views.EXPLAIN["translate"])
-        with gr.Row():
-            ui.source = gr.Textbox(value=DEFAULTS["text"], label="English", lines=2, scale=4, elem_id="source")
-            with gr.Column(scale=1):
+        intro(ui, "translate")
+        # the sentence and its translation side by side, then the attention between them; what picks the
+        # attention drawn sits under it, the example sentences under that
+        with gr.Row(equal_height=True):
+            ui.source = gr.Textbox(value=DEFAULTS["text"], label="English", lines=2, scale=3, elem_id="source")
+            ui.spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", lines=2, interactive=False, scale=3,
+                                    elem_id="spanish")
+            with gr.Column(scale=1, min_width=200):
                 ui.beam = slider("beam", "beam width (1 = greedy)", elem_id="beam")
                 ui.translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
-        ui.source_examples = gr.Examples(**views.examples("text"), inputs=ui.source, label="Example sentences")
-        ui.spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", interactive=False, elem_id="spanish")
+        cross = plot("cross-plot")
         with gr.Row():
             ui.attention_kind = gr.Radio(["cross", "encoder", "decoder"], value="cross", label="attention")
             average_or = lambda n: ["average"] + [str(i) for i in range(n)]
             ui.tr_layer = gr.Dropdown(average_or(sizes.translator_layers), value="average", label="layer")
             ui.tr_head = gr.Dropdown(average_or(sizes.translator_heads), value="average", label="head")
-        ui.translate_out = [plot("cross-plot"), plot("candidates-plot"), plot("translation-saliency-plot")]
+        ui.source_examples = gr.Examples(**examples("text"), inputs=ui.source, label="Example sentences")
+        ui.translate_out = [cross, plot("candidates-plot"), plot("translation-saliency-plot")]
 
 
 def model_tabs(ui, sizes):
     with gr.Tab("Experiments", id="experiments") as ui.tab_experiments:
-        gr.Markdown(views.EXPLAIN["experiments"])
+        intro(ui, "experiments")
         with gr.Row():
             ui.exp_variants = gr.CheckboxGroup(list(VARIANTS), value=["baseline", "learned_pe", "rope", "no_pe"],
                                                label="variants")
             ui.exp_x = gr.Radio(["tokens", "seconds"], value="tokens", label="curves against")
-        ui.experiments_out = [gr.Markdown(elem_id="exp-summary"), plot("exp-curves-plot"), plot("exp-final-plot"),
+        curves = plot("exp-curves-plot")          # the curves first, then the table that sums them up
+        ui.experiments_out = [gr.Markdown(elem_id="exp-summary"), curves, plot("exp-final-plot"),
                               plot("exp-extrapolation-plot"), plot("exp-no-mask-plot"), plot("no-mask-attn-plot"),
                               gr.Markdown(elem_id="no-mask-sample")]
     with gr.Tab("Model", id="model") as ui.tab_model:
-        gr.Markdown(views.EXPLAIN["model"])
-        ui.snapshot = slider("snapshot", "training snapshot (-1 = final model)", upper=sizes.snapshots - 1,
-                             elem_id="snapshot")
-        ui.x_axis = gr.Radio(["step", "tokens"], value="step", label="loss curve against")
+        intro(ui, "model")
+        with gr.Row():
+            ui.snapshot = slider("snapshot", "training snapshot (-1 = final model)", upper=sizes.snapshots - 1,
+                                 elem_id="snapshot", scale=2)
+            ui.x_axis = gr.Radio(["step", "tokens"], value="step", label="loss curve against")
         ui.model_out = [plot("params-plot"), plot("memory-plot"), plot("loss-plot"), gr.Markdown(),
                         plot("snapshot-plot")]
         gr.Markdown("### Size calculator")
         with gr.Row():
-            ui.preset = gr.Dropdown(["custom", views.LOADED_GPT, views.LOADED_TRANSLATOR] + list(PRESETS), value="gpt2",
+            ui.preset = gr.Dropdown(["custom", LOADED_GPT, LOADED_TRANSLATOR] + list(PRESETS), value="gpt2",
                                     label="preset (custom uses the fields)")
             ui.calc = [gr.Number(value=v, label=n, precision=0, min_width=90) for n, v in
                        [("layers", 12), ("heads", 12), ("d_model", 768), ("d_ff (0 = 4·d_model)", 0),
