@@ -243,6 +243,13 @@ def click_row(page, index):
     page.mouse.click(area["x"] + area["width"] * 0.6, row["y"] + row["height"] / 2)
 
 
+def shoot_attention(page, path, projector):
+    """The attention figure, once drawn (on screen) in the mode's sizes."""
+    page.locator("#tv-branches .tv-attention").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => ({ATTENTION}?.layout.template.layout.font.size > 20) === {str(projector).lower()}")
+    page.locator("#tv-branches .tv-attention").screenshot(path=str(path))
+
+
 def shoot(page, name):
     """The generated text, the candidates and the tree as a student sees them, and the attention figure below
     them: at 1440×900, and in projector mode at 1280×720 (its class on the page: the page's figures take that
@@ -253,14 +260,14 @@ def shoot(page, name):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.evaluate(top)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.locator("#tv-branches .tv-attention").screenshot(path=str(SHOTS / f"{name}-attention.png"))
+    shoot_attention(page, SHOTS / f"{name}-attention.png", projector=False)
     page.set_viewport_size({"width": 1280, "height": 720})
     page.evaluate("document.body.classList.add('projector')")
     page.wait_for_function(f"() => {CANDIDATES}.layout.template.layout.font.size > 20")
     page.wait_for_timeout(500)                  # Plotly fits a figure to a resized window 100 ms later
     page.evaluate(top)
     page.screenshot(path=str(SHOTS / f"{name}-projector.png"))
-    page.locator("#tv-branches .tv-attention").screenshot(path=str(SHOTS / f"{name}-attention-projector.png"))
+    shoot_attention(page, SHOTS / f"{name}-attention-projector.png", projector=True)
     page.evaluate("document.body.classList.remove('projector')")
     page.set_viewport_size(viewport)
 
@@ -280,6 +287,7 @@ def test_the_pages_bars_and_attention_are_the_servers_figures(page, explorer):
     set_slider(page, "top-k", 20)
     set_slider(page, "top-p", 0.9)
     page.wait_for_function(f"() => ({TITLE})().includes('temperature 0.7, top-k 20, top-p 0.9')")
+    page.locator("#tv-branches .tv-attention").scroll_into_view_if_needed()      # drawn once on screen
     page.wait_for_function(f"() => {ATTENTION}?.data[0].x.length === {len(explorer.gpt.encode(prompt)[0])}")
     gpt = explorer.gpt
     ids = gpt.encode(prompt)[0]

@@ -61,6 +61,10 @@ export class Branches {
     });
     // projector mode on or off: the page's figures take the other mode's sizes, as the server's are redrawn
     this.styled = this.mode();
+    new IntersectionObserver(([entry]) => {
+      this.onScreen = entry.isIntersecting;
+      this.attendLater();
+    }, { rootMargin: "300px" }).observe(this.attention);
     new MutationObserver(() => this.restyle()).observe(document.body, { attributes: true, attributeFilter: ["class"] });
   }
 
@@ -161,20 +165,35 @@ export class Branches {
     return this.sampler.extend(child);
   }
 
-  // where the last of `ids` looks in every head, from a forward pass's attention
+  // where the last of `ids` looks in every head, from a forward pass's attention: drawn once it is (nearly) on
+  // screen, after the frame under way. Plotly measures every label with a layout of the whole page: at T = 28
+  // a draw held the page 500 ms, which a keystroke's bars above it (the prompt is typed far from here) or a
+  // lecture's first screen need not wait for
   attend(ids, out, title) {
     this.attended = { ids, out, title };
-    const style = this.style(), piece = (id) => this.sampler.tokenizer.piece(id);
-    const figure = lastTokenAttention({ traces: style.attention.traces, layout: { ...style.attention.layout, template: style.theme } },
-                                      style.labelsAcross, out, ids, piece, title, "toyviz-sample-attention");
-    draw(this.attention.querySelector(".tv-plot"), figure);
+    this.attendLater();
+  }
+
+  attendLater() {
+    if (!this.attended || !this.onScreen || this.attendPending) return;
+    this.attendPending = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      this.attendPending = false;
+      const shown = { attended: this.attended, mode: this.mode() };
+      if (shown.attended === this.shownAttention?.attended && shown.mode === this.shownAttention.mode) return;
+      this.shownAttention = shown;
+      const { ids, out, title } = this.attended, style = this.style(), piece = (id) => this.sampler.tokenizer.piece(id);
+      draw(this.attention.querySelector(".tv-plot"), lastTokenAttention(
+        { traces: style.attention.traces, layout: { ...style.attention.layout, template: style.theme } },
+        style.labelsAcross, out, ids, piece, title, "toyviz-sample-attention"));
+    }));
   }
 
   restyle() {
     const mode = this.mode();
     if (mode === this.styled) return;
     this.styled = mode;
-    if (this.attended) this.attend(this.attended.ids, this.attended.out, this.attended.title);
+    this.attendLater();
     if (!this.candidates.hidden) this.drawCandidates();
   }
 

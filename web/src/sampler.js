@@ -99,17 +99,18 @@ export class Sampler {
     const ticket = (this.tickets = (this.tickets ?? 0) + 1);
     text = this.checked(text);
     if (text === null) return;
-    let read = null;
     if (this.read?.text !== text) {
-      const ids = window.toyviz.tokenize(text);
-      read = { ids, out: await this.model.forward(ids) };
-      this.read = { text, logits: read.out.logits.subarray((read.out.T - 1) * read.out.V), T: read.out.T };
+      const ids = window.toyviz.tokenize(text), out = await this.model.forward(ids);
+      this.read = { text, logits: out.logits.subarray((out.T - 1) * out.V), T: out.T, ids, out };
     }
     if (ticket !== this.tickets || this.read.text !== text) return;     // a newer redraw was asked for meanwhile
     this.drawBars(this.read.logits, settings);
     setNote("");
-    // a new prompt's attention after its bars, which are what a keystroke waits for
-    if (read) this.branches.attend(read.ids, read.out, "Where the prompt's last token looks, every head: the bars above are its output");
+    // a new prompt's attention (read by whichever redraw's forward pass), after its bars
+    if (this.attended !== this.read) {
+      this.attended = this.read;
+      this.branches.attend(this.read.ids, this.read.out, "Where the prompt's last token looks, every head: the bars above are its output");
+    }
   }
 
   drawBars(logits, { temperature, top_k: topK, top_p: topP }) {
