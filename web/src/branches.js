@@ -59,12 +59,12 @@ export class Branches {
       const button = event.target.closest("button");
       if (button && !this.sampler.running) this.show(this.nodes[Number(button.dataset.node)]);
     });
-    // projector mode on or off: the page's figures take the other mode's sizes, as the server's are redrawn
-    this.styled = this.mode();
-    new IntersectionObserver(([entry]) => {
+    new IntersectionObserver(([entry]) => {                  // the attention is drawn once near the screen
       this.onScreen = entry.isIntersecting;
       this.attendLater();
     }, { rootMargin: "300px" }).observe(this.attention);
+    // projector mode on or off: the page's figures take the other mode's sizes, as the server's are redrawn
+    this.styled = this.mode();
     new MutationObserver(() => this.restyle()).observe(document.body, { attributes: true, attributeFilter: ["class"] });
   }
 
@@ -167,7 +167,7 @@ export class Branches {
 
   // where the last of `ids` looks in every head, from a forward pass's attention: drawn once it is (nearly) on
   // screen, after the frame under way. Plotly measures every label with a layout of the whole page: at T = 28
-  // a draw held the page 500 ms, which a keystroke's bars above it (the prompt is typed far from here) or a
+  // a draw held the page up to 500 ms on this busy 2-core machine, which a keystroke's bars above it (the prompt is typed far from here) or a
   // lecture's first screen need not wait for
   attend(ids, out, title) {
     this.attended = { ids, out, title };
