@@ -22,7 +22,7 @@ TABS = [(label, tab, plot) for label, tab, plot, _ in stream.TABS] + [("Watch it
 MODES = {"laptop": ((1440, 900), ""), "projector": ((1280, 720), "&projector=1")}
 # at least a fifth of the screen below a figure's top is the figure: its title and the start of its drawing
 SHOWN = 0.8
-# px from the top of the page (the first screen: scrolled to the top) of the first figure, of the tab bar's top and
+# px from the top of the screen (scrolled to the top of the page) to the first figure, of the tab bar's top and
 # bottom, of the note (null: no note on this tab)
 WHERE = """(plot) => {
     scrollTo(0, 0);
