@@ -1,12 +1,13 @@
 """How many tab updates a second the app serves, with 0 (in-process), 1, 2 … worker processes (issue 43),
 printed as one JSON line (a benchmark: nothing here asserts).
 
-    python -m benchmarks.capacity [--workers 0 1 2] [--clients 8] [--seconds 30] [--per-s 6] [--quick]
+    python -m benchmarks.capacity [--workers 0 1 2] [--clients 8] [--seconds 30] [--per-s 6] [--words 127] [--quick]
 
 For each worker count the app runs as its own process (`python app.py --device cpu`, TOYVIZ_WORKERS=n;
 0: the renderers in the server's own process, as before issue 43) and:
 - saturation: --clients clients send new-prompt Attention updates back to back (each prompt fresh, so no
-  cache answers: a trace and the figures every time) for --seconds; updates_per_s, the server's CPU (its
+  cache answers: a trace and the figures every time; --words words of benchmarks.app's, 127 by default: its
+  128-token update, issue 43's "44 ms of the tab's own work") for --seconds; updates_per_s, the server's CPU (its
   process and its workers') in cores and per update (server_cpu_ms_per_update, and split: the Gradio
   process's share and the workers');
 - fixed rate: updates arriving at --per-s a second (Poisson, each on its own connection) for the same
@@ -25,16 +26,16 @@ import random
 import time
 
 from benchmarks.harness import Connection, Server, cpu_seconds, memory_mb, spread
-from benchmarks.students import fresh_prompt
+from benchmarks.app import WORDS
 
 PLAIN = {"Accept-Encoding": "identity", "Content-Type": "application/json"}
 
 
-async def update(connection: Connection, rng: random.Random) -> float:
+async def update(connection: Connection, rng: random.Random, words: int) -> float:
     """One new-prompt Attention update through the API → seconds until its answer was read whole."""
     start = time.monotonic()
-    body = json.dumps({"data": [fresh_prompt(rng, (10, 50)), rng.randrange(4), rng.randrange(4), "probs", [], False,
-                                "gpt"]}).encode()
+    prompt = " ".join(rng.choice(WORDS) for _ in range(words))
+    body = json.dumps({"data": [prompt, rng.randrange(4), rng.randrange(4), "probs", [], False, "gpt"]}).encode()
     status, answer = await connection.request("POST", "/gradio_api/call/attention", PLAIN, body)
     if status != 200:
         raise RuntimeError(f"POST {status}: {answer[:200]!r}")
@@ -45,7 +46,7 @@ async def update(connection: Connection, rng: random.Random) -> float:
     return time.monotonic() - start
 
 
-async def saturate(server: Server, clients: int, seconds: float) -> dict:
+async def saturate(server: Server, clients: int, seconds: float, words: int) -> dict:
     """Clients sending updates back to back: the server's throughput and what it costs."""
     deadline, times, errors = time.monotonic() + seconds, [], []
 
@@ -53,7 +54,7 @@ async def saturate(server: Server, clients: int, seconds: float) -> dict:
         connection, rng = Connection("127.0.0.1", server.port), random.Random(n)
         while time.monotonic() < deadline:
             try:
-                times.append(await update(connection, rng))
+                times.append(await update(connection, rng, words))
             except (OSError, RuntimeError, asyncio.IncompleteReadError, ValueError) as err:
                 errors.append(repr(err)[:200])
                 connection.close()
@@ -69,14 +70,14 @@ async def saturate(server: Server, clients: int, seconds: float) -> dict:
             "server_cpu_ms_per_update_by_process": {"gradio": per_update(own), "workers": per_update(cpu - own)}}
 
 
-async def at_rate(server: Server, per_s: float, seconds: float) -> dict:
+async def at_rate(server: Server, per_s: float, seconds: float, words: int) -> dict:
     """Updates arriving at random (Poisson) at `per_s` a second, each on its own connection: their latency."""
     rng, times, errors, tasks = random.Random(7), [], [], []
 
     async def one(n: int):
         connection = Connection("127.0.0.1", server.port)
         try:
-            times.append(await update(connection, random.Random(1000 + n)))
+            times.append(await update(connection, random.Random(1000 + n), words))
         except (OSError, RuntimeError, asyncio.IncompleteReadError, ValueError) as err:
             errors.append(repr(err)[:200])
         connection.close()
@@ -88,11 +89,11 @@ async def at_rate(server: Server, per_s: float, seconds: float) -> dict:
     return {"per_s": round(per_s, 2), "errors": len(errors), "latency": spread(times)}
 
 
-def measure(workers: int, clients: int, seconds: float, per_s: float) -> dict:
+def measure(workers: int, clients: int, seconds: float, per_s: float, words: int) -> dict:
     with Server(env={"TOYVIZ_WORKERS": str(workers)}) as server:
-        asyncio.run(saturate(server, clients, min(5.0, seconds)))          # warm: every worker's first answers
-        figures = {"saturation": asyncio.run(saturate(server, clients, seconds)),
-                   "fixed_rate": asyncio.run(at_rate(server, per_s, seconds)),
+        asyncio.run(saturate(server, clients, min(5.0, seconds), words))   # warm: every worker's first answers
+        figures = {"saturation": asyncio.run(saturate(server, clients, seconds, words)),
+                   "fixed_rate": asyncio.run(at_rate(server, per_s, seconds, words)),
                    "rss_mb": {"server": round(server.memory_mb().get("rss", 0)),
                               "workers": [round(memory_mb(pid).get("rss", 0)) for pid in server.worker_pids()]}}
     return figures
@@ -104,13 +105,14 @@ def main(argv=None):
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--per-s", type=float, default=6.0, help="updates a second in the fixed-rate part")
+    parser.add_argument("--words", type=int, default=127, help="words of a fresh prompt (127: ~128 tokens)")
     parser.add_argument("--quick", action="store_true", help="1 and 2 workers, 4 clients, 8 s each")
     args = parser.parse_args(argv)
     if args.quick:
         args.workers, args.clients, args.seconds = [1, 2], 4, 8.0
-    results = {n: measure(n, args.clients, args.seconds, args.per_s) for n in args.workers}
+    results = {n: measure(n, args.clients, args.seconds, args.per_s, args.words) for n in args.workers}
     rate = {n: r["saturation"]["updates_per_s"] for n, r in results.items()}
-    print(json.dumps({"clients": args.clients, "seconds": args.seconds, "by_workers": results,
+    print(json.dumps({"clients": args.clients, "seconds": args.seconds, "words": args.words, "by_workers": results,
                       "two_over_one": round(rate[2] / max(0.01, rate[1]), 2) if 1 in rate and 2 in rate else None,
                       "quick": args.quick}))
 
