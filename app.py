@@ -4,7 +4,7 @@
 
 This file only lays out and wires: each tab's components are `toyviz.app.layout`, the renderers
 `toyviz.app.views` (inputs → note and figures, no Gradio), which renderer draws each tab from which
-controls `toyviz.app.tabs`, the controls' ranges `toyviz.app.controls`, the app's Gradio pieces (a figure
+controls `toyviz.app.tabs`, the controls' ranges `toyviz.settings.controls`, the app's Gradio pieces (a figure
 plot, sliders, how a user's error is shown) `toyviz.app.widgets`. Top to bottom: the page (`build`, the
 table of contents), the registry binding toyviz.app.tabs' names to this page's components, the tabs'
 events, the other actions, deep links, what the page is served with (`launch_options`), start-up.
@@ -28,7 +28,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import toyviz
-from toyviz.app import browser_model, layout, links, presenter, watch
+from toyviz.app import browser_model, layout, presenter, watch
 from toyviz.app.views import circuits
 from toyviz.app.views.layernorm import layernorm_choices
 from toyviz.app.views.positional import formula_view
@@ -36,7 +36,6 @@ from toyviz.app.views.sampling import generate_view, generation_pending, kv_cach
 from toyviz.app.views.size import preset_fields, size_view
 from toyviz.app.views.why import pair_fields, patching_view, why_choices
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
-from toyviz.app.controls import DEFAULTS
 from toyviz.app.drawn import Drawn
 from toyviz.app.compute import binder, default_workers, export_tab, start_workers
 from toyviz.app.explorer import Explorer
@@ -51,6 +50,8 @@ from toyviz.serving.server import prepare_server
 from toyviz.serving.static import Shelf, StaticFiles
 from toyviz.serving.workers import Workers
 from toyviz.app.tabs import TABS, draw_every_tab
+from toyviz.settings import links
+from toyviz.settings.controls import DEFAULTS
 
 CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="utf-8")
 # generations decode together in one batch (toyviz.serving.batching): a worker streaming one mostly waits for the

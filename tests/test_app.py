@@ -42,11 +42,11 @@ from toyviz.app.views.tokens import tokens_view  # noqa: E402
 from toyviz.app.views.translation import translate_view  # noqa: E402
 from toyviz.app.views.why import why_view  # noqa: E402
 from toyviz.serving import pacing  # noqa: E402
-from toyviz.app.controls import MAX_PROMPT_CHARS  # noqa: E402
 from toyviz.app.explorer import Explorer  # noqa: E402
 from toyviz.models.gpt import ToyGPT  # noqa: E402
 from toyviz.models.size import count_parameters  # noqa: E402
 from toyviz.models.translator import ToyTranslator  # noqa: E402
+from toyviz.settings.controls import MAX_PROMPT_CHARS  # noqa: E402
 
 TIMEOUT = 120                     # seconds for any one call; nothing here should take more than a few
 PROMPT = "To be, or not to be, that is the question"

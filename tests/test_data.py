@@ -8,8 +8,8 @@ from dataclasses import asdict
 
 import pytest
 
-from toyviz.training.data import bible, cache_dir, shakespeare
-from toyviz.training.data.bible import VersePair, align, clean_verse
+from toyviz.data import bible, cache_dir, shakespeare
+from toyviz.data.bible import VersePair, align, clean_verse
 
 
 # ---------------------------------------------------------------- bible: cleaning ---------

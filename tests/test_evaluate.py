@@ -120,7 +120,7 @@ def test_evaluate_main_scores_a_gpt_on_its_held_out_plays(gpt_folder, monkeypatc
     character are the plain forward's loss on the held-out plays, recomputed here window by window."""
     import json as json_
     from toyviz.training import evaluate
-    from toyviz.training.data import shakespeare
+    from toyviz.data import shakespeare
     from conftest import ENGLISH
 
     monkeypatch.setattr(shakespeare, "load_works", lambda fetch=True: {
@@ -150,8 +150,8 @@ def test_evaluate_main_scores_a_translator_on_its_test_books(tiny_checkpoints, t
     the held-out loss is the teacher-forced loss recomputed verse by verse."""
     import sacrebleu
     from toyviz.training import evaluate
-    from toyviz.training.data import bible
-    from toyviz.training.data.bible import TEST_BOOKS, VersePair
+    from toyviz.data import bible
+    from toyviz.data.bible import TEST_BOOKS, VersePair
 
     verses = [("Gen", "In the beginning God created the heavens and the earth.",
                "En el principio crió Dios los cielos y la tierra."),

@@ -55,7 +55,7 @@ def test_honest_scoring_never_sees_the_future():
 @pytest.fixture
 def tiny_corpus(tmp_path, monkeypatch):
     """A few lines of Shakespeare instead of the real split, with the evaluation made cheap."""
-    from toyviz.training.data import shakespeare
+    from toyviz.data import shakespeare
     monkeypatch.setenv("TOYVIZ_DATA", str(tmp_path / "data"))
     verse = "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer. "
     works = {"hamlet": verse * 4, "twelfth_night": "If music be the food of love, play on. " * 4,

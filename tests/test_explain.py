@@ -311,7 +311,7 @@ def test_ngram_examples_read_back_as_text(gpt_tokenizer):
 
 
 def test_the_shipped_corpus_index_counts_like_numpy(shipped):
-    from toyviz.training.data import cache_dir
+    from toyviz.data import cache_dir
     if not (cache_dir() / "tokens" / f"shakespeare-{shipped.config.vocab_size}-train.pt").is_file():
         pytest.skip("the trainer's token cache is absent (it is written by `python -m toyviz.train gpt`)")
     ids = E.corpus_ids(shipped)

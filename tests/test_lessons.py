@@ -9,13 +9,13 @@ from urllib.parse import parse_qsl
 import pytest
 
 import toyviz
-from toyviz.app import links
-from toyviz.app.controls import DEFAULTS
 from toyviz.app.explorer import Explorer
 from toyviz.errors import UserError
 from toyviz.lessons import answers, library
 from toyviz.lessons.check import check
 from toyviz.lessons.format import LIVE_ANSWERS, Lesson, LessonError, Question, matches, parse
+from toyviz.settings import links
+from toyviz.settings.controls import DEFAULTS
 
 SHIPPED_GPT = Path(__file__).resolve().parent.parent / "checkpoints" / "gpt" / "config.json"
 needs_shipped = pytest.mark.skipif(not SHIPPED_GPT.is_file(), reason="the shipped GPT checkpoint is missing")

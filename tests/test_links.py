@@ -1,6 +1,6 @@
 """Deep links: the view written into the URL query and read back.
 
-`toyviz.app.links` alone (parse/build), then the app's own two ends of it — `make_link` (the
+`toyviz.settings.links` alone (parse/build), then the app's own two ends of it — `make_link` (the
 "Copy link" button, API /link) and `restore` (run on page load with the URL's query) — called
 in-process on an app built from the tiny checkpoints: every control a link sets must receive a
 value it accepts, or the page opens on an error.
@@ -18,8 +18,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import pytest
 
-from toyviz.app import controls, links
 from toyviz.app.explorer import Explorer
+from toyviz.settings import controls, links
 
 ROOT = Path(__file__).resolve().parent.parent
 CHANGED = dict(prompt="ROMEO: 🤖 café & co?=#frag /path%20x+y ‮rtl", layer=3, head=2, mode="scores", query=5,
@@ -80,7 +80,7 @@ def test_a_link_survives_a_restart():
     """Nothing server-side: a fresh interpreter reads the same view from the same link."""
     state = dict(links.DEFAULTS, tab="translate", **CHANGED)
     link = links.build(state)
-    code = ("import json, sys; from urllib.parse import parse_qsl; from toyviz.app import links; "
+    code = ("import json, sys; from urllib.parse import parse_qsl; from toyviz.settings import links; "
             "print(json.dumps(links.parse(dict(parse_qsl(sys.argv[1][1:])))))")
     out = subprocess.run([sys.executable, "-c", code, link], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          check=True)

@@ -76,7 +76,7 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel):
              if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyi")}
     assert files <= names, sorted(files - names)
     assert {"toyviz/__init__.py", "toyviz/models/checkpoint.py", "toyviz/training/variants.py",
-            "toyviz/app/figures/__init__.py", "toyviz/training/data/__init__.py", "toyviz/app/page.css"} <= names
+            "toyviz/app/figures/__init__.py", "toyviz/data/__init__.py", "toyviz/app/page.css"} <= names
     assert not [n for n in names if n.startswith(("checkpoints/", "tests/", "benchmarks/", "app.py"))]
 
 

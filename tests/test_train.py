@@ -20,8 +20,8 @@ import pytest
 import torch
 
 import toyviz
+from toyviz.data.text import load_text
 from toyviz.models.config import GPTConfig
-from toyviz.training.data.text import load_text
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.training import loop

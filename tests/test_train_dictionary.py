@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 import toyviz
+from toyviz.data import shakespeare
 from toyviz.training import dictionary
-from toyviz.training.data import shakespeare
 
 from conftest import ENGLISH
 

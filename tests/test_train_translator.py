@@ -10,8 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from toyviz.training.data import bible
-from toyviz.training.data.bible import VersePair
+from toyviz.data import bible
+from toyviz.data.bible import VersePair
 from toyviz.training.batches import VerseBatches
 from toyviz.training.cli import main
 from toyviz.training.run import recipe_argv

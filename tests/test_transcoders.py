@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 
 import toyviz
+from toyviz.data import shakespeare
 from toyviz.training import transcoders as train_transcoders
 from toyviz.interpret.dashboards import Dashboards
 from toyviz.interpret.transcoders import DASHBOARDS, FOLDER, Transcoder, TranscoderConfig, TranscoderSet, splicing
-from toyviz.training.data import shakespeare
 
 from conftest import ENGLISH
 

@@ -29,10 +29,10 @@ from toyviz.app.views.tokens import tokens_view
 from toyviz.app.views.translation import translate_view
 from toyviz.app.views.why import pair_fields, patching_view, why_choices, why_view
 from toyviz.errors import UserError
-from toyviz.app.controls import RANGES
 from toyviz.app.explorer import Explorer
 from toyviz.models.size import count_parameters
 from toyviz.serving import pacing
+from toyviz.settings.controls import RANGES
 
 PROMPT = "To be, or not to be, that is the question"
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,7 +239,7 @@ def test_what_the_renderers_say(shipped):
 
 def test_the_renderers_clamp_to_the_controls_ranges(shipped):
     """Behind Gradio's slider bounds the renderers clamp again (a browser or an old client may send
-    anything), to the same ranges the sliders and the links use (toyviz.app.controls.RANGES)."""
+    anything), to the same ranges the sliders and the links use (toyviz.settings.controls.RANGES)."""
     cfg = shipped.gpt.config
     head = attention_view(shipped, PROMPT, 99, -5, "probs", [], False)[2]
     assert f"layer {cfg.n_layer - 1}, head 0" in title(head)

@@ -33,11 +33,11 @@ import torch
 
 from toyviz.app import figures, widgets
 from toyviz.app.figures import attention as attention_figs, sampling as sampling_figs
-from toyviz.app.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES
 from toyviz.app.loaded import clean_prompt
 from toyviz.errors import UserError
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.serving.static import Shelf
+from toyviz.settings.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "web" / "dist"
@@ -170,7 +170,7 @@ LOADER = """(() => {
 
 def sampler_settings() -> dict:
     """What the page's sampler must agree on with the server's: each control's default and range
-    (toyviz.app.controls), the prompt's longest length, and the server's refusal of an empty prompt as the
+    (toyviz.settings.controls), the prompt's longest length, and the server's refusal of an empty prompt as the
     page receives it (its message and figure), so that both say the same words in the same place."""
     try:
         clean_prompt("")

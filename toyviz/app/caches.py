@@ -14,9 +14,9 @@ from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
 from toyviz.interpret.dictionary import load_features
 from toyviz.models.checkpoint import CheckpointError
-from toyviz.app.controls import clamp
 from toyviz.app.loaded import Models, clean_prompt
 from toyviz.serving.memory import LRU, MB
+from toyviz.settings.controls import clamp
 
 INDEX_WAIT_S = 3.0       # how long a question waits for the index: building it from a local copy takes < 1 s
 

@@ -15,8 +15,8 @@ from toyviz.errors import UserError
 from toyviz.interpret.causal_mask import with_last_word
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.caches import Caches
-from toyviz.app.controls import KV_NEW_TOKENS, LAST_WORD, MODELS, setting
 from toyviz.app.loaded import clean_prompt
+from toyviz.settings.controls import KV_NEW_TOKENS, LAST_WORD, MODELS, setting
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
 BUSY_SEARCHES = 2       # searches running at once before a new beam search is greedy: a class must not queue behind them

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from toyviz.app import browser_model, links, presenter
-from toyviz.app.controls import DEFAULTS
+from toyviz.app import browser_model, presenter
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
 from toyviz.app.views.text import EXPLAIN, examples
 from toyviz.app.views import circuits
@@ -18,6 +17,8 @@ from toyviz.interpret import explain
 from toyviz.lessons import library
 from toyviz.models.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.models.size import PRESETS
+from toyviz.settings import links
+from toyviz.settings.controls import DEFAULTS
 from toyviz.training.variants import VARIANTS
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
 from toyviz.models.checkpoint import snapshots
-from toyviz.app.controls import MAX_PROMPT_CHARS, clamp
+from toyviz.settings.controls import MAX_PROMPT_CHARS, clamp
 
 
 def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:

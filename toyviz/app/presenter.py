@@ -20,7 +20,6 @@ from urllib.parse import parse_qsl
 
 from markdown_it import MarkdownIt
 
-from toyviz.app import links
 from toyviz.app.watch import shared_runs
 from toyviz.classroom import qr
 from toyviz.classroom.store import Lecture, Lectures
@@ -28,6 +27,7 @@ from toyviz.errors import UserError
 from toyviz.lessons import answers, library
 from toyviz.lessons.check import check
 from toyviz.lessons.format import Answer, Lesson, Question, Step, matches
+from toyviz.settings import links
 
 STORED = "toyviz-presenter-"            # localStorage key prefix: + the join code → the presenter's secret
 MARKDOWN = MarkdownIt("commonmark", {"html": False})      # a lesson's text: its own HTML shows as text

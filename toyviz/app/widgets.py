@@ -1,5 +1,5 @@
 """The app's own Gradio building blocks: a plot that keeps each figure's download settings, a slider
-that takes its range from toyviz.app.controls, and how an error reaches the page (`friendly`): a user's
+that takes its range from toyviz.settings.controls, and how an error reaches the page (`friendly`): a user's
 mistake (toyviz.errors.UserError) as their message, anything else as a fault of ours with an id.
 The package's Gradio code is here and in toyviz.app.layout, which places these pieces on the page; the
 renderers (toyviz.app.views) and figures stay free of it.
@@ -18,8 +18,8 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from toyviz.errors import LoggedFault, UserError, fault
-from toyviz.app.controls import DEFAULTS, RANGES
 from toyviz.app.figures import FigureJSON, figure_json, message
+from toyviz.settings.controls import DEFAULTS, RANGES
 
 # the page script the app wires in
 TOGGLE_PROJECTOR = "(on) => { document.body.classList.toggle('projector', on); }"
@@ -196,7 +196,7 @@ def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:
 
 
 def slider(name: str, label: str, step: float = 1, upper: int | None = None, **kwargs) -> gr.Slider:
-    """A slider whose range is its control's in toyviz.app.controls (upper: the model-dependent maximum)."""
+    """A slider whose range is its control's in toyviz.settings.controls (upper: the model-dependent maximum)."""
     low, high = RANGES[name]
     return gr.Slider(low, high if high is not None else max(low + 1, upper), value=DEFAULTS[name], step=step,
                      label=label, **kwargs)

@@ -11,13 +11,13 @@ import json
 import torch
 
 from toyviz.api import GPT
-from toyviz.app.controls import FORMULA, KV_NEW_TOKENS, LAST_WORD, clamp
 from toyviz.errors import UserError
 from toyviz.interpret.causal_mask import first_difference, prediction_shift, with_last_word
 from toyviz.interpret.positions import distinguishability
 from toyviz.lessons.format import LIVE_ANSWERS, Answer, Step, matches
 from toyviz.models.layers import ENCODING_VARIANTS, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
+from toyviz.settings.controls import FORMULA, KV_NEW_TOKENS, LAST_WORD, clamp
 from toyviz.training.live import BORN_AT, LiveRuns, crossing_step
 
 DRAWS = 10                  # "distinct draws": how many next tokens the class imagines drawing

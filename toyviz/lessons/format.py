@@ -2,7 +2,7 @@
 
 A lesson is a Markdown file: a front matter (---, title: …, about: …, ---), then steps, each from a heading "## Title"
 to the next (docs/teach-with-it.md has the whole format, with an example). The lines right under a step's heading, up
-to the first blank line, are its settings. A deep-link key of the app (toyviz.app.controls.DEFAULTS: tab, prompt,
+to the first blank line, are its settings. A deep-link key of the app (toyviz.settings.controls.DEFAULTS: tab, prompt,
 layer, …) sets the view; a step keeps the previous step's view and changes only what it names. `ask`, `choices` and
 `answer` make its question; `answer` names what the model computes at reveal time (ANSWERS; toyviz.lessons.answers
 computes it), never the answer itself, so a lesson cannot go stale. `point` says what to show once the answer is out.
@@ -21,9 +21,9 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from toyviz.app import links
-from toyviz.app.controls import CHOICES, DEFAULTS, RANGES
 from toyviz.errors import UserError
+from toyviz.settings import links
+from toyviz.settings.controls import CHOICES, DEFAULTS, RANGES
 
 FRONT_MATTER = ("title", "about")
 QUESTION = ("ask", "choices", "answer", "point")
@@ -137,7 +137,7 @@ def unquote(raw: str, fail) -> str:
 
 
 def view_value(key: str, raw: str, fail):
-    """A view setting checked as the app's controls accept it (toyviz.app.controls); model-dependent maxima
+    """A view setting checked as the app's controls accept it (toyviz.settings.controls); model-dependent maxima
     (layer, head, query, …) are checked against a model by `check`."""
     default = DEFAULTS[key]
     if isinstance(default, bool):

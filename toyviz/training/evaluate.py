@@ -158,7 +158,7 @@ def checkpoint_facts(model, folder: Path) -> dict:
 
 def main(argv=None):
     from toyviz import load
-    from toyviz.training.data import bible, shakespeare
+    from toyviz.data import bible, shakespeare
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=["gpt", "translator"])

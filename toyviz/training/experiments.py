@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from toyviz.data.tokens import cached_ids, cached_tokenizer
 from toyviz.training import evaluate
 from toyviz.api import BOS_GPT, resolve_device
 from toyviz.models.checkpoint import CHECKPOINTS, save_folder
@@ -32,7 +33,6 @@ from toyviz.models.gpt import ToyGPT
 from toyviz.models.size import count_parameters
 from toyviz.training.batches import gpt_batch
 from toyviz.training.card import device_name
-from toyviz.training.data.tokens import cached_ids, cached_tokenizer
 from toyviz.training.distributed import Distributed
 from toyviz.training.loop import Evaluation, Schedule, train_loop
 from toyviz.training.variants import BASELINE, POSITIONAL, VARIANTS, variant_config
@@ -144,7 +144,7 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown variants {sorted(unknown)}; choose from {list(VARIANTS)}")
     device = resolve_device(args.device)
-    from toyviz.training.data import shakespeare
+    from toyviz.data import shakespeare
     train_text, val_text = shakespeare.split(shakespeare.load_works())
     tok = cached_tokenizer("shakespeare-gpt", [train_text], BASELINE.vocab_size, [BOS_GPT])
     train_ids = cached_ids(tok, train_text, f"shakespeare-{BASELINE.vocab_size}-train")

@@ -10,12 +10,12 @@ from pathlib import Path
 import torch
 
 from toyviz.api import BOS_GPT, GPT
+from toyviz.data.tokens import cached_ids, cached_tokenizer
 from toyviz.interpret.heads import THRESHOLD, make_probe_set, probe_scores
 from toyviz.models.config import GPTConfig
 from toyviz.models.gpt import ToyGPT
 from toyviz.training import evaluate
 from toyviz.training.batches import copy_batch, copy_period_at, gpt_batch, repeat_share_at
-from toyviz.training.data.tokens import cached_ids, cached_tokenizer
 from toyviz.training.distributed import Distributed
 from toyviz.training.run import Recipe, continued
 
@@ -37,10 +37,10 @@ class GPTData:
 
 def gpt_recipe(args, dist: Distributed) -> Recipe:
     if args.text:
-        from toyviz.training.data.text import load_text
+        from toyviz.data.text import load_text
         train_text, val_text, source = load_text(args.text, args.val_text)
     else:
-        from toyviz.training.data import shakespeare
+        from toyviz.data import shakespeare
         with dist.rank0_first():                        # one process fetches the corpus; the others read its cache
             train_text, val_text = shakespeare.split(shakespeare.load_works())
         source = None

@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 import torch
 
+from toyviz.data import cache_dir
 from toyviz.models.checkpoint import CHECKPOINTS, kind_of, load_folder, save_folder
 from toyviz.models.tokenizer import Tokenizer
 from toyviz.training.card import device_name, kept_sections, loadable_name, model_card
-from toyviz.training.data import cache_dir
 from toyviz.training.distributed import Distributed
 from toyviz.training.loop import Checkpointing, Evaluation, Schedule, train_loop
 from toyviz.training.record import Earlier, RunRecord

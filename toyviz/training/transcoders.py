@@ -268,7 +268,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> dict:
-    from toyviz.training.data import shakespeare
+    from toyviz.data import shakespeare
 
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)

@@ -11,11 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from toyviz.api import PAD, TRANSLATOR_SPECIALS, Translator
+from toyviz.data.tokens import cached_tokenizer
 from toyviz.models.config import TranslatorConfig
 from toyviz.models.translator import ToyTranslator
 from toyviz.training import evaluate
 from toyviz.training.batches import VerseBatches, translation_batch
-from toyviz.training.data.tokens import cached_tokenizer
 from toyviz.training.distributed import Distributed
 from toyviz.training.run import Recipe, continued
 
@@ -39,7 +39,7 @@ class VerseData:
 
 
 def translator_recipe(args, dist: Distributed) -> Recipe:
-    from toyviz.training.data import bible
+    from toyviz.data import bible
 
     sources = args.sources.split(",")
     unknown = set(sources) - set(bible.ENGLISH)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 
-from toyviz.app.controls import clamp
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.figures import visible
 from toyviz.errors import UserError
 from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.dictionary import dashboard
+from toyviz.settings.controls import clamp
 
 EXPLAIN = ("**An attribution graph: the prediction traced back through features.** Each MLP is replaced by a "
            "*transcoder* (sparse features, trained by this project on this GPT), attention and layer norms are frozen "

@@ -1,9 +1,9 @@
 """The Features tab: the sparse autoencoder's features on the prompt, one feature's dashboard, a list to pick from."""
 from __future__ import annotations
 
-from toyviz.app.controls import checked
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import features as feature_figs
+from toyviz.settings.controls import checked
 
 
 LISTED_FEATURES = 12          # features named in the tab's list (the prompt's, a search's, the most frequent)

@@ -1,11 +1,11 @@
 """The Model tab: where the parameters are, attention's memory, how training went, a snapshot's attention."""
 from __future__ import annotations
 
-from toyviz.app.controls import setting
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import model as model_figs
 from toyviz.models.size import count_parameters
+from toyviz.settings.controls import setting
 
 
 def snapshot_note(shown: str, earlier: list[str]) -> str:

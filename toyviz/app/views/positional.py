@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from toyviz.app.controls import clamp
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import positional as positional_figs
 from toyviz.models.layers import sinusoidal_encoding
+from toyviz.settings.controls import clamp
 
 
 def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False, model="gpt"):

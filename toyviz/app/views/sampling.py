@@ -5,12 +5,12 @@ import html
 import re
 from typing import Iterator
 
-from toyviz.app.controls import checked, setting
 from toyviz.app.explorer import Explorer, clean_prompt
 from toyviz.app.figures import message
 from toyviz.app.figures import sampling as sampling_figs
 from toyviz.errors import UserError
 from toyviz.serving.pacing import Pace
+from toyviz.settings.controls import checked, setting
 
 
 def sampling_settings(temperature, top_k, top_p) -> tuple[float, int, float]:

@@ -1,12 +1,12 @@
 """The size calculator: a preset's, the app's own models' or the fields' configuration, counted."""
 from __future__ import annotations
 
-from toyviz.app.controls import clamp
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import model as model_figs
 from toyviz.errors import UserError
 from toyviz.models.config import GPTConfig
 from toyviz.models.size import PRESETS, count_parameters, describe_size
+from toyviz.settings.controls import clamp
 
 
 LOADED_GPT, LOADED_TRANSLATOR = "this app's GPT", "this app's translator"     # size-calculator presets

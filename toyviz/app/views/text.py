@@ -1,8 +1,8 @@
 """The words the tabs show: each tab's explanation, its example prompts, the note a GPT-only panel shows."""
 from __future__ import annotations
 
-from toyviz.app.controls import DEFAULT_PROMPT, DEFAULT_SOURCE
 from toyviz.app.figures import message
+from toyviz.settings.controls import DEFAULT_PROMPT, DEFAULT_SOURCE
 
 
 # each tab's explanation, shown above it

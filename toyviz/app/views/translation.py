@@ -1,9 +1,9 @@
 """The Translate tab: the translation, its attention, the decoder's candidates, saliency beside attention."""
 from __future__ import annotations
 
-from toyviz.app.controls import clamp
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import translation as translation_figs
+from toyviz.settings.controls import clamp
 
 
 def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False):

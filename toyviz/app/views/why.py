@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import html
 
-from toyviz.app.controls import checked
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import explain as explain_figs
 from toyviz.app.figures import visible
 from toyviz.errors import UserError
 from toyviz.interpret import explain
+from toyviz.settings.controls import checked
 
 
 def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:

