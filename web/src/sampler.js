@@ -2,7 +2,7 @@
 // prompt, the sliders, Generate, Stop) stay the only ones; while this runs, their events end in the page
 // (toyviz/app/browser_model.py page_first hands each event's values to `take`) and the page draws into the
 // tab's own plot and text, sending nothing to the server. The same defaults, limits and refusals as the
-// server's (the settings the panel carries come from toyviz.app.controls and the server's own message).
+// server's (the settings the panel carries come from toyviz.settings.controls and the server's own message).
 // A run keeps each token's candidates, so that a click on a token shows them and branches from one
 // (branches.js: the runs' tree, the candidates' and the attention's figures).
 import { Branches } from "./branches.js";
@@ -12,7 +12,7 @@ import { draw, nextTokenProbs, random } from "./sampling.js";
 // thrown from an event's page-side part to end it before its server part (Gradio has no other way)
 const ANSWERED = "answered in the page";
 const STEERING = 7, STEER_ALPHA = 8;
-const WHOLE = new Set(["top_k", "max_new", "seed"]);        // ints in toyviz.app.controls.DEFAULTS              // a generation's inputs: prompt, T, k, p, max new, seed, projector, steering
+const WHOLE = new Set(["top_k", "max_new", "seed"]);        // ints in toyviz.settings.controls.DEFAULTS
 
 export class Sampler {
   // settings: browser_model.sampler_settings(); model, tokenizer: the page's own (main.js)
@@ -47,7 +47,7 @@ export class Sampler {
     throw new Error(ANSWERED);
   }
 
-  // each value forced into its control's range, as toyviz.app.controls.setting does on the server
+  // each value forced into its control's range, as toyviz.settings.controls.setting does on the server
   limited(values) {
     const out = {};
     for (const [name, value] of Object.entries(values)) {
