@@ -11,7 +11,7 @@ import { draw, nextTokenProbs, random } from "./sampling.js";
 
 // thrown from an event's page-side part to end it before its server part (Gradio has no other way)
 const ANSWERED = "answered in the page";
-const STEERING = 7, STEER_ALPHA = 8;
+const STEERING = 7, STEER_ALPHA = 8;        // in a generation's inputs: prompt, T, k, p, max new, seed, projector, steering
 const WHOLE = new Set(["top_k", "max_new", "seed"]);        // ints in toyviz.settings.controls.DEFAULTS
 
 export class Sampler {
