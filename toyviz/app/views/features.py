@@ -36,7 +36,7 @@ def features_view(explorer: Explorer, prompt, feature=-1, search="", projector=F
     about = (f"### Feature #{feature}: {dashboard.label}\nActive on {dashboard.frequency:.2%} of held-out tokens, "
              f"strongest activation {dashboard.max_activation:.2f}. On this prompt: "
              + (", ".join(f"#{f} {features.labels[f]}" for f in strongest[:5]) or "no feature fires") + ".\n\n"
-             f"The dictionary: {len(features):,} features at `{m['site']}`, {m['k']} active per token; it explains "
+             f"The dictionary: {len(features):,} features at `{features.site.name}`, {m['k']} active per token; it explains "
              f"{m['fve']:.0%} of the activations' variance and recovers {m['ce_recovered']:.0%} of the loss when "
              f"spliced in; {m['dead']:.1%} of its features never fire.")
     return (note, feature_figs.prompt_features(found, projector=projector), about,
