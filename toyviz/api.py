@@ -90,7 +90,7 @@ class GPT:
             return self._streams
 
     def ablation(self, heads, kind: str = "zero") -> dict[str, dict[int, str]]:
-        """[(layer, head), …] → {"attn.<layer>": {head: kind}}, the form the model's forward takes."""
+        """[(layer, head), …] → {"block<layer>.attn": {head: kind}}, the form the model's forward takes."""
         if kind not in ABLATIONS:
             raise UserError(f"ablation must be one of {ABLATIONS}, got {kind!r}")
         ablate: dict[str, dict[int, str]] = {}
