@@ -5,7 +5,8 @@
     python -m benchmarks.load --browser [--cached] [--pages 1] [--students 30] ...
 
 The app runs as its own process, exactly as `python app.py --device cpu` serves it (its queue and
-concurrency limits), on 127.0.0.1. Each student is a thread with its own gradio_client Client that,
+concurrency limits), on 127.0.0.1. Each student is a thread with its own connection to the app's HTTP API
+(benchmarks.students.Client: raw HTTP, so that the class costs the machine little) that,
 until the time is up, thinks for 1–4 s (uniform) and then does one of:
 - tab (60 %): a fresh prompt (the trace cache cannot answer) on /attention, /tokens or /residual;
 - generate (25 %): 64 new tokens from a fresh prompt, streamed by /generate;
@@ -54,7 +55,7 @@ in_browser_actions), and so does the closing burst. Simulated, since 100 Chromiu
 cores: a real Chromium page's first visit is recorded before the class (page_files, page_mb: the GETs,
 page_events: its queue joins) and each student replays it (the GETs one after another on one keep-alive
 connection, every byte read; the joins in a fresh session, waited for until the queue says each
-completed: page_load p50_s/p95_s, page_load_errors), then sends its server actions through gradio_client
+completed: page_load p50_s/p95_s, page_load_errors), then sends its server actions through the HTTP API
 as in the default mode. Real: --pages Chromium pages (default 1) open the app a third into the class,
 load the model, move the temperature slider and generate 64 tokens in the browser: browser_pages, each
 {backend, ready_s, slider_ms, tokens_per_s, queue_requests while sampling}; first_visit_alone: the

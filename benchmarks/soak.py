@@ -39,7 +39,7 @@ from pathlib import Path
 
 from benchmarks import load
 from benchmarks.harness import SETTLE_S, Server, server_errors, spread
-from benchmarks.students import TIMEOUT_S, Class, check, connect, fresh_prompt, fresh_source, run_class, warm_up
+from benchmarks.students import TIMEOUT_S, Class, check, fresh_prompt, fresh_source, run_class, warm_up
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -69,8 +69,14 @@ class Hammer:
         self.thread = threading.Thread(target=self.run, daemon=True, name=f"hammer-{name}")
 
     def run(self):
+        from gradio_client import Client
         from gradio_client.exceptions import AppError
-        client, rng = connect(self.url, self.timeout), random.Random(self.name)
+        import httpx
+        # gradio_client, for its view of the API (the export's defaults); httpx's 5 s default would fail a
+        # busy server's slow answer where a browser keeps waiting
+        client = Client(self.url, verbose=False, analytics_enabled=False, download_files=False,
+                        httpx_kwargs={"timeout": httpx.Timeout(self.timeout)})
+        rng = random.Random(self.name)
         while not self.stop.is_set():
             try:
                 self.send(client, rng)

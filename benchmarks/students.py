@@ -1,4 +1,4 @@
-"""Simulated students: each a thread with its own gradio_client Client that, until the time is up, thinks for
+"""Simulated students: each a thread with its own connection to the app's HTTP API that, until the time is up, thinks for
 1–4 s (uniform) and then does one of the class's MIX (benchmarks.load describes it), every answer checked and
 timed as a Record. Also what a class does around its lesson: one request to each endpoint before it (warm_up),
 every student pressing Generate at once (burst), and a fresh client after it (alive).
@@ -6,14 +6,13 @@ Shared by benchmarks.load (the class and its figures) and benchmarks.soak (the c
 """
 from __future__ import annotations
 
-import concurrent.futures
-import os
+import http.client
+import json
 import random
 import threading
 import time
 from dataclasses import dataclass, field
-
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")          # before gradio_client is imported
+from urllib.parse import urlsplit
 
 MIX = (("tab", 0.60), ("generate", 0.25), ("translate", 0.15))
 IN_BROWSER = {"generate"}         # what --browser students do in their browsers: no request to the server
@@ -22,7 +21,6 @@ THINK_S = (1.0, 4.0)
 NEW_TOKENS = 64
 BEAM = 4
 TIMEOUT_S = 60.0
-POLL_S = 0.02                    # how often a streaming generation is looked at (time-to-first-token resolution)
 
 OPENINGS = ["To be, or not to be", "ROMEO: But soft, what light", "Now is the winter of our discontent",
             "Friends, Romans, countrymen", "All the world's a stage", "Once more unto the breach",
@@ -58,17 +56,68 @@ class Class:
             self.records.append(record)
 
 
-def connect(url: str, timeout: float):
-    from gradio_client import Client
-    import httpx
-    # httpx's default 5 s would fail a busy server's slow answer where a browser keeps waiting
-    return Client(url, verbose=False, analytics_enabled=False, download_files=False,
-                  httpx_kwargs={"timeout": httpx.Timeout(timeout)})
+class AppError(Exception):
+    """The app answered with an error (its message, when it sent one)."""
+
+
+class Client:
+    """One student's connection to Gradio's HTTP API (`POST /gradio_api/call/<endpoint>`, then its event
+    stream read to the end) on one keep-alive connection: as little client as reads every answer whole, so
+    that on a small machine the class's CPU is the server's (a gradio_client Client a student, with its
+    threads and its per-update JSON handling, took about as much CPU as the server under 100 students)."""
+
+    def __init__(self, url: str, timeout: float):
+        parts = urlsplit(url)
+        self.host, self.port, self.timeout = parts.hostname, parts.port, timeout
+        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        self.connection.connect()
+
+    def _send(self, method: str, path: str, body: bytes | None = None) -> http.client.HTTPResponse:
+        for attempt in (0, 1):              # a keep-alive connection the server closed meanwhile: once more
+            try:
+                self.connection.request(method, path, body, {"Content-Type": "application/json"} if body else {})
+                return self.connection.getresponse()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.connection.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def call(self, endpoint: str, args: tuple, on_update=None) -> list:
+        """The endpoint's outputs; on_update(outputs) for each streamed update before them."""
+        answer = self._send("POST", f"/gradio_api/call/{endpoint}", json.dumps({"data": list(args)}).encode())
+        body = answer.read()
+        if answer.status != 200:
+            raise AppError(f"POST {answer.status}: {body[:200]!r}")
+        stream = self._send("GET", f"/gradio_api/call/{endpoint}/{json.loads(body)['event_id']}")
+        event, outputs = None, None
+        while line := stream.readline():
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+                if event == "error":
+                    stream.read()
+                    raise AppError(data if data != "null" else "the app failed the request")
+                if event in ("generating", "complete"):
+                    outputs = json.loads(data)
+                    if event == "generating" and on_update:
+                        on_update(outputs)
+        if outputs is None:
+            raise AppError(f"the stream ended without an answer (last event {event})")
+        return outputs
+
+    def close(self):
+        self.connection.close()
+
+
+def connect(url: str, timeout: float) -> Client:
+    return Client(url, timeout)
 
 
 def connect_failure(err: Exception, start: float) -> Record:
-    import httpx
-    outcome = "timeout" if isinstance(err, httpx.TimeoutException) else "error"
+    outcome = "timeout" if isinstance(err, TimeoutError) else "error"
     return Record("connect", "connect", outcome, time.monotonic() - start, message=f"connect: {err!r}"[:300])
 
 
@@ -84,7 +133,7 @@ def fresh_source(rng: random.Random) -> str:
 def request_args(action: str, rng: random.Random, endpoint: str | None = None) -> tuple[str, tuple]:
     """The endpoint (for a tab: this one, else a random one) and inputs of one action with fresh text."""
     if action == "generate":
-        return "generate", (fresh_prompt(rng, (3, 15)), 0.8, 50, 0.95, NEW_TOKENS, rng.randrange(10**6), False)
+        return "generate", (fresh_prompt(rng, (3, 15)), 0.8, 50, 0.95, NEW_TOKENS, rng.randrange(10**6), False, -1, 0.0)
     if action == "translate":
         return "translate", (fresh_source(rng), BEAM, "cross", "average", "average", False)
     endpoint, prompt = endpoint or rng.choice(TAB_ENDPOINTS), fresh_prompt(rng, (10, 50))
@@ -111,38 +160,28 @@ def has_token(update) -> bool:
         and 'class="token-prob"' in update[1]
 
 
-def request(client, action: str, endpoint: str, args: tuple, timeout: float) -> Record:
-    """One request, bounded by timeout; a timed-out job is cancelled (the student left)."""
-    from gradio_client.exceptions import AppError
-    import httpx
-    start = time.monotonic()
-    first = None
-    job = None
+def request(client: Client, action: str, endpoint: str, args: tuple, timeout: float) -> Record:
+    """One request, bounded by timeout (the connection's: a student who gives up closes it)."""
+    start, first = time.monotonic(), None
+
+    def streamed(update):
+        nonlocal first
+        if first is None and has_token(update):
+            first = time.monotonic() - start
     try:
-        job = client.submit(*args, api_name=f"/{endpoint}")
-        if action == "generate":                        # watch the stream for the first generated token
-            while not job.done():
-                if first is None and any(has_token(u) for u in list(job.outputs())):
-                    first = time.monotonic() - start
-                if time.monotonic() - start > timeout:
-                    raise concurrent.futures.TimeoutError
-                time.sleep(POLL_S)
-        outputs = job.result(timeout=max(0.0, timeout - (time.monotonic() - start)))
+        outputs = client.call(endpoint, args, streamed if action == "generate" else None)
         seconds = time.monotonic() - start
         if action == "generate" and first is None:
             first = seconds if has_token(outputs) else None
         problem = check(endpoint, outputs)
         return Record(action, endpoint, "error" if problem else "ok", seconds, first, problem)
-    except (concurrent.futures.TimeoutError, TimeoutError, httpx.TimeoutException) as err:
-        if job is not None:
-            try:
-                job.cancel()
-            except Exception:                                          # noqa: BLE001 — best effort
-                pass
+    except TimeoutError as err:
+        client.close()
         return Record(action, endpoint, "timeout", time.monotonic() - start, first, f"timeout: {err!r}"[:200])
     except AppError as err:
         return Record(action, endpoint, "error", time.monotonic() - start, first, f"app error: {err}"[:300])
     except Exception as err:                                           # noqa: BLE001 — counted, reported
+        client.close()
         return Record(action, endpoint, "error", time.monotonic() - start, first, repr(err)[:300])
 
 
@@ -243,8 +282,7 @@ def burst(url: str, students: int, timeout: float, seed: int, out: Class):
 
 def alive(url: str, timeout: float) -> bool:
     try:
-        outputs = connect(url, timeout).submit("Still there?", False, "gpt", api_name="/tokens").result(timeout=timeout)
-        return not check("tokens", outputs)
+        return not check("tokens", connect(url, timeout).call("tokens", ("Still there?", False, "gpt")))
     except Exception:                                                  # noqa: BLE001 — the answer is False
         return False
 
