@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import threading
 from pathlib import Path
@@ -28,21 +27,21 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import toyviz
-from toyviz.app import browser_model, layout, presenter, watch
+from toyviz.app import browser_model, layout, lecture, watch
 from toyviz.app.views import circuits
 from toyviz.app.views.layernorm import layernorm_choices
 from toyviz.app.views.positional import formula_view
 from toyviz.app.views.sampling import generate_view, generation_pending, kv_cache_view
 from toyviz.app.views.size import preset_fields, size_view
 from toyviz.app.views.why import pair_fields, patching_view, why_choices
-from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, show_clamped
+from toyviz.app.widgets import (TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, redraw_current,
+                                 show_clamped)
 from toyviz.app.drawn import Drawn
 from toyviz.app.compute import binder, default_workers, export_tab, start_workers
 from toyviz.app.explorer import Explorer
 from toyviz.app.presenter import Presenter
 from toyviz.classroom import routes
 from toyviz.classroom.store import Lectures
-from toyviz.errors import UserError
 from toyviz.serving import files
 from toyviz.serving.limits import limited
 from toyviz.serving.memory import keep_returning_freed_memory
@@ -97,7 +96,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
         wire_circuits(ui, compute)
         wire_links(ui)
         ui.presenter = Presenter(explorer, lectures)
-        wire_lessons(ui, demo, ui.presenter)
+        lecture.wire(ui, demo, ui.presenter)
         watch.wire(ui)
     demo.ui = ui
     return demo
@@ -164,19 +163,6 @@ def wire_tabs(ui, tabs: dict, bind):
                                       api_visibility="private", concurrency_limit=ui.at_once)
     for control in {id(c): c for c in ui.all_inputs if isinstance(c, gr.Slider)}.values():
         show_clamped(control)
-
-
-def redraw_current(ui, tabs: dict) -> str:
-    """JavaScript that presses the hidden redraw button of the tab on screen, once the page has applied what the
-    event before it changed (a deep link's or a lesson's tab). An event whose outputs were every tab's made
-    Gradio build a new component for each output it left unchanged: ~25 ms of server CPU a redraw for 58
-    outputs, against a few for one tab's. (The tab on screen is read off the page: `ui.current` is server-side.)"""
-    names = {getattr(ui, f"tab_{name}").label: name for name in tabs}
-    return ("async () => { await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));"
-            f" const names = {json.dumps(names)};"
-            " const tab = document.querySelector('#tabs [role=tab][aria-selected=true]');"
-            " const name = tab && names[tab.textContent.trim()];"
-            " document.getElementById('redraw-' + name)?.click(); }")
 
 
 def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
@@ -280,89 +266,6 @@ def wire_links(ui):
         return [gr.Tabs(selected=s["tab"])] + [s[key] for key in state]
 
     ui.restore, ui.link_controls = restore, controls
-
-
-def lecture_answers(ui, lessons: Presenter):
-    """(show, failed): what a lecture's events answer with; `ui.lesson_outputs`, the lesson bar's part of it."""
-    ui.lesson_outputs = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick,
-                         ui.lesson_reveal, ui.lesson_pick]
-
-    def show(shown, root: str, projector: bool | None = None, values: tuple | None = None) -> list:
-        """The lecture's step: its view's controls and the bar; given the tabs' inputs (`values`), its tab drawn
-        too, in the same answer (a Next is one round trip, not two)."""
-        view = presenter.view(shown, ui.link_upper)
-        if projector is not None and "projector" not in shown.step.origin:
-            view["projector"] = projector            # a step that does not name it keeps the page's
-        shown_view = [gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
-                      presenter.bar(shown, lessons.lectures, root), gr.Row(visible=True), presenter.client(shown),
-                      {"secret": shown.secret, "root": root}, gr.Timer(active=True),
-                      # Reveal on a question's step only, spent once pressed; the picker names the lesson open
-                      gr.Button(visible=shown.step.question is not None, interactive=shown.hides), shown.name]
-        if values is None:
-            return shown_view
-        by_input = dict(zip(ui.all_inputs, values)) | {c: view[key] for c, key in zip(ui.link_controls, DEFAULTS)
-                                                       if c in ui.all_inputs}
-        return shown_view + ui.refresh(view["tab"], *[by_input[i] for i in ui.all_inputs])
-
-    def failed(why: str, lecture: dict) -> list:         # the reason in the bar, no buttons to press
-        return [gr.Column(visible=True), presenter.problem(why), gr.Row(visible=False), {}, lecture,
-                gr.Timer(active=False), gr.skip(), gr.skip()]
-    return show, failed
-
-
-def wire_lessons(ui, demo: gr.Blocks, lessons: Presenter):
-    """The page's load and a lecture (toyviz.app.presenter): the address opens a deep link or a lecture, the
-    Lessons picker a lecture; Prev / Next (← → space) set each step's view as its deep link would, keeping the
-    page's projector mode, and redraw the tab; Reveal uncovers the answer and the votes."""
-    show, failed = lecture_answers(ui, lessons)
-    bar = ui.lesson_outputs
-    shows = [ui.tabs] + ui.link_controls + bar
-
-    def opened(stored: str, root: str, request: gr.Request):
-        query = dict(request.query_params) if request else {}
-        try:
-            shown = lessons.open(query, stored)
-        except UserError as err:                    # a lesson with a mistake, a stale presenter link
-            return ui.restore(request) + failed(str(err), {"root": root})
-        if shown is None:
-            return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}] + [gr.skip()] * 3
-        return show(shown, root, links.parse(query)["projector"] if "projector" in query else None)
-
-    def picked(name: str, lecture: dict, projector: bool):
-        try:
-            return show(lessons.start(name), lecture.get("root", "/"), projector)
-        except UserError as err:
-            return [gr.skip()] * (len(shows) - len(bar)) + failed(str(err), lecture)
-
-    def step(by: int):
-        def moved(lecture: dict, *values):
-            projector = dict(zip(ui.all_inputs, values))[ui.projector]
-            return show(lessons.move(lecture["secret"], by), lecture["root"], projector, values)
-        return friendly(moved)
-
-    reveal = lambda lecture: show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
-
-    def votes(lecture: dict) -> str:             # every 3 s: the votes so far; a lecture that ended says so
-        try:
-            return presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
-        except UserError as err:
-            return presenter.problem(str(err))
-
-    redraw = dict(fn=None, js=ui.redraw_current)
-    keep = dict(fn=None, inputs=ui.lecture_info, js=presenter.KEEP_SECRET)
-    for event, fn, inputs, js in [(demo.load, opened, [ui.lecture_key, ui.page_root], presenter.READ_SECRET),
-                                  (ui.lesson_pick.input, picked, [ui.lesson_pick, ui.lecture, ui.projector], None)]:
-        event(friendly(fn), inputs, shows, js=js, api_visibility="private").then(**keep).then(**redraw).then(
-            None, ui.projector, None, js=TOGGLE_PROJECTOR)
-    for button, by, way in [(ui.lesson_next, +1, "next"), (ui.lesson_prev, -1, "prev")]:
-        # → → pressed quickly is two steps: each press queued (not dropped while the first runs), one at a time
-        button.click(step(by), [ui.lecture] + ui.all_inputs, shows + ui.all_outputs, js=presenter.moving(way),
-                     api_visibility="private", trigger_mode="multiple", concurrency_limit=1,
-                     concurrency_id="lesson-step").then(**keep).then(
-            None, ui.projector, None, js=TOGGLE_PROJECTOR)
-    ui.lesson_reveal.click(friendly(reveal), ui.lecture, bar, api_visibility="private").then(**keep)
-    ui.lesson_tick.tick(votes, ui.lecture, ui.lesson_bar, api_visibility="private", queue=False)
-    ui.lesson_copy.click(None, js=presenter.COPY_PRESENTER_LINK)
 
 
 # ---------------------------------------------------------------- start-up -----------------
