@@ -109,7 +109,8 @@ class Worker:
         code = self.process.poll()
         for replies in waiting:
             replies.put(("lost", None, code))
-        started, _ = self.ready.is_set(), self.ready.set()      # nobody waits for a worker that will never be ready
+        started = self.ready.is_set()
+        self.ready.set()                     # nobody waits for a worker that will never be ready
         if started:                          # one that failed to start would fail again: its error is in the log
             self.pool.replace(self)
 
