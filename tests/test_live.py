@@ -156,3 +156,18 @@ def test_a_run_that_fails_says_it_is_our_fault_and_logs_why(caplog):
     assert run.state == "failed" and "our side" in run.error and "Traceback" not in run.error
     assert any("Traceback" in r.getMessage() for r in caplog.records)
     assert runs.last_finished() is None
+
+
+def test_before_any_run_the_tab_draws_the_recipes_loss_axes_and_where_its_curves_start():
+    from toyviz.app import watch
+
+    status, loss, heads, pattern, samples = watch.watch_view(live.LiveRuns(), watch.LATEST, -1, False, "induction")
+    assert "No run yet" in status and heads is None and pattern is None and samples == ""
+    assert tuple(loss.layout.xaxis.range) == (0, live.settings_for("induction").steps)
+    chance = [shape for shape in loss.layout.shapes if shape.line.dash == "dash"]
+    assert len(chance) == 1 and chance[0].y0 == pytest.approx(np.log(32))          # ln(vocab): a uniform guess
+    assert any("Start" in note.text for note in loss.layout.annotations)
+    text = watch.watch_view(live.LiveRuns(), watch.LATEST, -1, True, "text")[1]
+    assert not [shape for shape in text.layout.shapes] and "600 steps" in text.layout.title.text
+    with pytest.raises(live.RunRefused, match="recipe must be"):
+        figures.loss_before_a_run("nonsense")

@@ -123,11 +123,13 @@ class RecordDrawings:
 drawn = RecordDrawings()
 
 
-def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool) -> tuple:
+def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, recipe: str = "induction") -> tuple:
     """(status, loss figure, heads figure, attention figure, samples): the run picked, at step `upto`
-    (-1: its latest)."""
+    (-1: its latest); before any run, the loss axes of the recipe picked (None: a figure the run has not)."""
     run = pick(runs, which)
-    if run is None or not run.records:
+    if run is None:
+        return status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None, ""
+    if not run.records:
         return status(run), None, None, None, ""
     return status(run), *drawn(run, None if upto is None or upto < 0 else int(upto), bool(projector))
 
@@ -158,25 +160,29 @@ def tab(ui):
 def wire(ui, runs: live.LiveRuns | None = None):
     """Start, Stop, the slider and the poll; the tab draws the run as it stands when selected."""
     runs = runs or shared_runs()
-    view_inputs = [ui.watch_which, ui.watch_step, ui.projector]
+    view_inputs = [ui.watch_which, ui.watch_step, ui.projector, ui.watch_recipe]
     outputs = [ui.watch_status, *ui.watch_out, ui.watch_tick]
 
-    def draw(which, upto, projector):
+    def draw(which, upto, projector, recipe):
         run = pick(runs, which)
-        return [*watch_view(runs, which, upto, projector), gr.Timer(active=bool(run and run.running))]
+        status_line, *figs, samples = watch_view(runs, which, upto, projector, recipe)
+        # a figure this run does not have (the text recipe's heads, before the first record) is not an empty frame
+        shown = [gr.update(value=fig, visible=fig is not None) for fig in figs]
+        return [status_line, *shown, samples, gr.Timer(active=bool(run and run.running))]
 
     @friendly
-    def start(recipe, seed, text, *view):
+    def start(seed, text, which, upto, projector, recipe):
         runs.start(recipe, seed=int(seed or 0), text=text or "")
-        return draw(LATEST, -1, view[-1])[:-1] + [gr.Timer(active=True)]
+        return draw(LATEST, -1, projector, recipe)[:-1] + [gr.Timer(active=True)]
 
     def stop(*view):
         runs.stop()
         return draw(*view)
 
-    ui.watch_start.click(start, [ui.watch_recipe, ui.watch_seed, ui.watch_text, *view_inputs], outputs,
+    ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], outputs,
                          api_visibility="private")
     ui.watch_stop.click(stop, view_inputs, outputs, api_visibility="private")
-    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, ui.projector.change):
+    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, ui.projector.change,
+                  ui.watch_recipe.input):
         event(draw, view_inputs, outputs, api_visibility="private")
     ui.watch_tick.tick(draw, view_inputs, outputs, api_visibility="private")

@@ -3,11 +3,13 @@ the step a slider picks: the loss curves, each head's induction and previous-tok
 attention pattern of the head that becomes the induction head."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
 from toyviz.app.figures import figure, heatmap, message, style, subplots, token_labels
-from toyviz.training.live import BORN_AT, Run, crossing_step
+from toyviz.training.live import BORN_AT, Run, crossing_step, settings_for
 
 LOSSES = (("loss", "all tokens", "#1f77b4"), ("early_loss", "early tokens (first time seen)", "#ff7f0e"),
           ("in_context_loss", "in-context: late tokens (seen before)", "#2ca02c"))
@@ -47,6 +49,30 @@ def loss_curves(run: Run, upto: int | None = None, *, projector: bool = False) -
         _birth(fig, run, records)
     return style(fig, f"Loss at step {records[-1]['step']:,} of {run.settings['steps']:,}",
                  filename="toyviz-live-loss", projector=projector)
+
+
+def loss_before_a_run(recipe: str, *, projector: bool = False) -> go.Figure:
+    """The loss axes before any run, for the recipe picked: the steps it will take and where its curves start.
+    A model that has learned nothing guesses uniformly, a loss of ln(vocabulary) nats: for the induction recipe
+    ln 32, where the early tokens' loss stays (no model can predict a token seen for the first time)."""
+    settings = settings_for(recipe)
+    fig = figure()
+    if recipe == "induction":
+        chance = math.log(settings.vocab)
+        fig.add_hline(y=chance, line_dash="dash", line_color="#ff7f0e",
+                      annotation_text=f"a uniform guess among {settings.vocab} tokens: ln {settings.vocab} = "
+                                      f"{chance:.2f} nats, where every curve starts", annotation_position="top left")
+        top = 1.3 * chance
+    else:
+        top = 5.0                       # ln 150: room for a text of up to 150 distinct characters
+        fig.add_annotation(text="a uniform guess among the text's characters: ln(how many) nats, where the curve "
+                                "starts", x=0.02, y=0.92, xref="paper", yref="paper", xanchor="left", showarrow=False)
+    fig.add_annotation(text="Press <b>Start</b>: the loss is drawn here, step by step, as the model trains",
+                       x=0.5, y=0.4, xref="paper", yref="paper", showarrow=False)
+    fig.update_layout(xaxis=dict(title_text="step", range=[0, settings.steps]),
+                      yaxis=dict(title_text="loss (nats)", range=[0, top]))
+    return style(fig, f"Loss: no run yet ({settings.steps:,} steps to come)", filename="toyviz-live-loss",
+                 projector=projector)
 
 
 def head_scores(run: Run, upto: int | None = None, *, projector: bool = False) -> go.Figure:
