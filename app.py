@@ -301,6 +301,9 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=int(os.environ.get("TOYVIZ_WORKERS", -1)),
                         help="processes the renderers compute in (default: TOYVIZ_WORKERS or one per core; "
                              "0: this process)")
+    parser.add_argument("--worker-threads", type=int, default=int(os.environ.get("TOYVIZ_WORKER_THREADS", 0)),
+                        help="torch threads each worker computes with (default: TOYVIZ_WORKER_THREADS or the "
+                             "cores shared out among the workers)")
     args = parser.parse_args(argv)
     for problem in prepare_server():    # allocator, interpreter lock, imports: before the models load
         print(f"toyviz: {problem}")
@@ -312,7 +315,7 @@ def main(argv=None):
         print(f"toyviz: the page's own model is off, the server runs the Sample tab: {off}")
     count = default_workers(args.device) if args.workers < 0 else args.workers
     # the workers load their models while this process loads its own (sizes, lessons' answers) and builds the page
-    workers = start_workers(count, args.gpt, args.translator, args.device) if count else None
+    workers = start_workers(count, args.gpt, args.translator, args.device, args.worker_threads) if count else None
     try:
         explorer = Explorer.load(args.gpt, args.translator, args.device)
         for problem in explorer.problems.values():

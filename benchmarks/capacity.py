@@ -1,7 +1,7 @@
 """How many tab updates a second the app serves, with 0 (in-process), 1, 2 … worker processes (issue 43),
 printed as one JSON line (a benchmark: nothing here asserts).
 
-    python -m benchmarks.capacity [--workers 0 1 2] [--clients 8] [--seconds 30] [--per-s 6] [--words 127] [--quick]
+    python -m benchmarks.capacity [--workers 0 1 2] [--threads N] [--clients 8] [--seconds 30] [--per-s 6] [--words 127] [--quick]
 
 For each worker count the app runs as its own process (`python app.py --device cpu`, TOYVIZ_WORKERS=n;
 0: the renderers in the server's own process, as before issue 43) and:
@@ -12,6 +12,9 @@ For each worker count the app runs as its own process (`python app.py --device c
   process's share and the workers');
 - fixed rate: updates arriving at --per-s a second (Poisson, each on its own connection) for the same
   time, answered p50_s/p95_s: the latency a class sees at a rate every configuration can keep up with;
+- from_cache: the same, one update over and over (≤ 10 s): the server answers it from its cache, no worker
+  computes, so this is what the Gradio process alone can route, the ceiling of one server however many
+  workers it has;
 - rss_mb: each process's resident memory at the end (server, workers).
 The clients are asyncio coroutines on raw HTTP connections (Gradio's /gradio_api/call API: a POST, then
 its event stream read to the end), so that they cost the machine little: on 2 cores every client's CPU
@@ -31,9 +34,11 @@ from benchmarks.app import WORDS
 PLAIN = {"Accept-Encoding": "identity", "Content-Type": "application/json"}
 
 
-async def update(connection: Connection, rng: random.Random, words: int) -> float:
-    """One new-prompt Attention update through the API → seconds until its answer was read whole."""
+async def update(connection: Connection, rng: random.Random | None, words: int) -> float:
+    """One new-prompt Attention update through the API → seconds until its answer was read whole (rng None:
+    the same update each time, which the server answers from its cache without a worker)."""
     start = time.monotonic()
+    rng = rng or random.Random(0)
     prompt = " ".join(rng.choice(WORDS) for _ in range(words))
     body = json.dumps({"data": [prompt, rng.randrange(4), rng.randrange(4), "probs", [], False, "gpt"]}).encode()
     status, answer = await connection.request("POST", "/gradio_api/call/attention", PLAIN, body)
@@ -46,12 +51,13 @@ async def update(connection: Connection, rng: random.Random, words: int) -> floa
     return time.monotonic() - start
 
 
-async def saturate(server: Server, clients: int, seconds: float, words: int) -> dict:
-    """Clients sending updates back to back: the server's throughput and what it costs."""
+async def saturate(server: Server, clients: int, seconds: float, words: int, fresh: bool = True) -> dict:
+    """Clients sending updates back to back: the server's throughput and what it costs (fresh False: one update
+    over and over, answered from the server's cache: what the Gradio process alone can route)."""
     deadline, times, errors = time.monotonic() + seconds, [], []
 
     async def client(n: int):
-        connection, rng = Connection("127.0.0.1", server.port), random.Random(n)
+        connection, rng = Connection("127.0.0.1", server.port), random.Random(n) if fresh else None
         while time.monotonic() < deadline:
             try:
                 times.append(await update(connection, rng, words))
@@ -59,13 +65,14 @@ async def saturate(server: Server, clients: int, seconds: float, words: int) -> 
                 errors.append(repr(err)[:200])
                 connection.close()
         connection.close()
-    own, cpu, start = cpu_seconds(server.proc.pid), server.cpu_s(), time.monotonic()
+    own, cpu, start, mine = cpu_seconds(server.proc.pid), server.cpu_s(), time.monotonic(), time.process_time()
     await asyncio.gather(*(client(n) for n in range(clients)))
     elapsed, cpu, own = time.monotonic() - start, server.cpu_s() - cpu, cpu_seconds(server.proc.pid) - own
+    mine = time.process_time() - mine
     per_update = lambda seconds: round(1000 * seconds / max(1, len(times)), 1)
     return {"updates": len(times), "updates_per_s": round(len(times) / elapsed, 2), "errors": len(errors),
             "error_messages": errors[:3], "latency": spread(times), "server_cpu_cores": round(cpu / elapsed, 2),
-            "server_cpu_ms_per_update": per_update(cpu),
+            "server_cpu_ms_per_update": per_update(cpu), "clients_cpu_cores": round(mine / elapsed, 2),
             # the Gradio process's share (routing, queue, the answer's JSON) and the workers'
             "server_cpu_ms_per_update_by_process": {"gradio": per_update(own), "workers": per_update(cpu - own)}}
 
@@ -89,10 +96,11 @@ async def at_rate(server: Server, per_s: float, seconds: float, words: int) -> d
     return {"per_s": round(per_s, 2), "errors": len(errors), "latency": spread(times)}
 
 
-def measure(workers: int, clients: int, seconds: float, per_s: float, words: int) -> dict:
-    with Server(env={"TOYVIZ_WORKERS": str(workers)}) as server:
+def measure(workers: int, clients: int, seconds: float, per_s: float, words: int, threads: int = 0) -> dict:
+    with Server(env={"TOYVIZ_WORKERS": str(workers), "TOYVIZ_WORKER_THREADS": str(threads)}) as server:
         asyncio.run(saturate(server, clients, min(5.0, seconds), words))   # warm: every worker's first answers
         figures = {"saturation": asyncio.run(saturate(server, clients, seconds, words)),
+                   "from_cache": asyncio.run(saturate(server, clients, min(10.0, seconds), words, fresh=False)),
                    "fixed_rate": asyncio.run(at_rate(server, per_s, seconds, words)),
                    "rss_mb": {"server": round(server.memory_mb().get("rss", 0)),
                               "workers": [round(memory_mb(pid).get("rss", 0)) for pid in server.worker_pids()]}}
@@ -106,13 +114,16 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--per-s", type=float, default=6.0, help="updates a second in the fixed-rate part")
     parser.add_argument("--words", type=int, default=127, help="words of a fresh prompt (127: ~128 tokens)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads a worker computes with (0: the app's default, the cores shared out; "
+                             "1: a core a worker, to see what processes add)")
     parser.add_argument("--quick", action="store_true", help="1 and 2 workers, 4 clients, 8 s each")
     args = parser.parse_args(argv)
     if args.quick:
         args.workers, args.clients, args.seconds = [1, 2], 4, 8.0
-    results = {n: measure(n, args.clients, args.seconds, args.per_s, args.words) for n in args.workers}
+    results = {n: measure(n, args.clients, args.seconds, args.per_s, args.words, args.threads) for n in args.workers}
     rate = {n: r["saturation"]["updates_per_s"] for n, r in results.items()}
-    print(json.dumps({"clients": args.clients, "seconds": args.seconds, "words": args.words, "by_workers": results,
+    print(json.dumps({"clients": args.clients, "threads": args.threads, "seconds": args.seconds, "words": args.words, "by_workers": results,
                       "two_over_one": round(rate[2] / max(0.01, rate[1]), 2) if 1 in rate and 2 in rate else None,
                       "quick": args.quick}))
 

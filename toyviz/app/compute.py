@@ -20,9 +20,10 @@ HOLD = f"{Explorer.__module__}:Explorer.load"      # what a worker holds: Explor
 SEND = f"{as_sent.__module__}:{as_sent.__name__}"  # what leaves a worker: figures as their JSON
 
 
-def start_workers(count: int, gpt: str, translator: str, device: str | None) -> Workers:
-    """`count` workers, each holding the explorer of these models (loaded in parallel, while the page is built)."""
-    return Workers(count, HOLD, (gpt, translator, device), send=SEND)
+def start_workers(count: int, gpt: str, translator: str, device: str | None, threads: int = 0) -> Workers:
+    """`count` workers, each holding the explorer of these models (loaded in parallel, while the page is built),
+    computing with `threads` torch threads each (0: the cores shared out among them)."""
+    return Workers(count, HOLD, (gpt, translator, device), send=SEND, threads=threads or None)
 
 
 def default_workers(device: str | None) -> int:
