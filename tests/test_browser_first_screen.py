@@ -16,8 +16,8 @@ from test_browser import WAIT, expect, open_app, pytestmark, settle  # noqa: F40
 from test_browser import browser  # noqa: F401  (the module's Chromium)
 from test_browser_lessons import Server, counter, presenter_page, screen
 
-# (tab label, tab id, its first figure), in the page's order; Watch it learn draws nothing before a run, its
-# figure's frame is there all the same
+# (tab label, tab id, its first figure), in the page's order; Watch it learn's before a run is the loss axes
+# of the recipe picked
 TABS = [(label, tab, plot) for label, tab, plot, _ in stream.TABS] + [("Watch it learn", "watch", "watch-loss-plot")]
 MODES = {"laptop": ((1440, 900), ""), "projector": ((1280, 720), "&projector=1")}
 # at least a fifth of the screen below a figure's top is the figure: its title and the start of its drawing
@@ -42,8 +42,7 @@ def server(tmp_path_factory):
 
 def where(page, plot: str) -> dict:
     page.locator(f"#{plot}").wait_for(timeout=WAIT)
-    if plot != "watch-loss-plot":
-        expect()(page.locator(f"#{plot} .gtitle").first).not_to_be_empty(timeout=WAIT)
+    expect()(page.locator(f"#{plot} .gtitle").first).not_to_be_empty(timeout=WAIT)
     settle(page)
     page.wait_for_timeout(300)                      # Gradio's buttons ease font changes over 0.2 s
     return page.evaluate(WHERE, plot)

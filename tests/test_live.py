@@ -171,3 +171,12 @@ def test_before_any_run_the_tab_draws_the_recipes_loss_axes_and_where_its_curves
     assert not [shape for shape in text.layout.shapes] and "600 steps" in text.layout.title.text
     with pytest.raises(live.RunRefused, match="recipe must be"):
         figures.loss_before_a_run("nonsense")
+
+
+def test_a_run_that_has_not_recorded_yet_says_so_in_its_figures():
+    from toyviz.app import watch
+
+    starting = live.Run("induction", 0, {"steps": 10})
+    loss, heads, pattern, _ = watch.draw_run(starting, None, False)
+    assert "not recorded" in loss.layout.annotations[0].text
+    assert "No head scores" in heads.layout.annotations[0].text and "No attention" in pattern.layout.annotations[0].text

@@ -129,8 +129,6 @@ def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, re
     run = pick(runs, which)
     if run is None:
         return status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None, ""
-    if not run.records:
-        return status(run), None, None, None, ""
     return status(run), *drawn(run, None if upto is None or upto < 0 else int(upto), bool(projector))
 
 
@@ -166,7 +164,7 @@ def wire(ui, runs: live.LiveRuns | None = None):
     def draw(which, upto, projector, recipe):
         run = pick(runs, which)
         status_line, *figs, samples = watch_view(runs, which, upto, projector, recipe)
-        # a figure this run does not have (the text recipe's heads, before the first record) is not an empty frame
+        # a figure this run does not have (the text recipe's heads and attention) is hidden, not an empty frame
         shown = [gr.update(value=fig, visible=fig is not None) for fig in figs]
         return [status_line, *shown, samples, gr.Timer(active=bool(run and run.running))]
 
