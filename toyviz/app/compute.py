@@ -23,7 +23,7 @@ SEND = f"{as_sent.__module__}:{as_sent.__name__}"  # what leaves a worker: figur
 def start_workers(count: int, gpt: str, translator: str, device: str | None, threads: int = 0) -> Workers:
     """`count` workers, each holding the explorer of these models (loaded in parallel, while the page is built),
     computing with `threads` torch threads each (0: the cores shared out among them)."""
-    return Workers(count, HOLD, (gpt, translator, device), send=SEND, threads=threads or None)
+    return Workers(count, HOLD, (gpt, translator, device), send=SEND, threads=threads)
 
 
 def default_workers(device: str | None) -> int:
