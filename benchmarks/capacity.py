@@ -34,11 +34,9 @@ from benchmarks.app import WORDS
 PLAIN = {"Accept-Encoding": "identity", "Content-Type": "application/json"}
 
 
-async def update(connection: Connection, rng: random.Random | None, words: int) -> float:
-    """One new-prompt Attention update through the API → seconds until its answer was read whole (rng None:
-    the same update each time, which the server answers from its cache without a worker)."""
+async def update(connection: Connection, rng: random.Random, words: int) -> float:
+    """One new-prompt Attention update through the API → seconds until its answer was read whole."""
     start = time.monotonic()
-    rng = rng or random.Random(0)
     prompt = " ".join(rng.choice(WORDS) for _ in range(words))
     body = json.dumps({"data": [prompt, rng.randrange(4), rng.randrange(4), "probs", [], False, "gpt"]}).encode()
     status, answer = await connection.request("POST", "/gradio_api/call/attention", PLAIN, body)
@@ -51,16 +49,18 @@ async def update(connection: Connection, rng: random.Random | None, words: int) 
     return time.monotonic() - start
 
 
-async def saturate(server: Server, clients: int, seconds: float, words: int, fresh: bool = True) -> dict:
+async def saturate(server: Server, clients: int, seconds: float, words: int, fresh: bool = True,
+                   seed: int = 0) -> dict:
     """Clients sending updates back to back: the server's throughput and what it costs (fresh False: one update
-    over and over, answered from the server's cache: what the Gradio process alone can route)."""
+    over and over, answered from the server's cache: what the Gradio process alone can route). Client n draws
+    its prompts from random.Random(seed + n): another seed, other prompts."""
     deadline, times, errors = time.monotonic() + seconds, [], []
 
     async def client(n: int):
-        connection, rng = Connection("127.0.0.1", server.port), random.Random(n) if fresh else None
+        connection, rng = Connection("127.0.0.1", server.port), random.Random(seed + n)
         while time.monotonic() < deadline:
-            try:
-                times.append(await update(connection, rng, words))
+            try:            # not fresh: the same generator's first draw each time, so the same update
+                times.append(await update(connection, rng if fresh else random.Random(0), words))
             except (OSError, RuntimeError, asyncio.IncompleteReadError, ValueError) as err:
                 errors.append(repr(err)[:200])
                 connection.close()
@@ -98,7 +98,9 @@ async def at_rate(server: Server, per_s: float, seconds: float, words: int) -> d
 
 def measure(workers: int, clients: int, seconds: float, per_s: float, words: int, threads: int = 0) -> dict:
     with Server(env={"TOYVIZ_WORKERS": str(workers), "TOYVIZ_WORKER_THREADS": str(threads)}) as server:
-        asyncio.run(saturate(server, clients, min(5.0, seconds), words))   # warm: every worker's first answers
+        # warm: every worker's first answers, on prompts of their own (the same ones would be answered from the
+        # cache when measured: with the warm-up's seeds, the first 5 s of every client's prompts were)
+        asyncio.run(saturate(server, clients, min(5.0, seconds), words, seed=10_000))
         figures = {"saturation": asyncio.run(saturate(server, clients, seconds, words)),
                    "from_cache": asyncio.run(saturate(server, clients, min(10.0, seconds), words, fresh=False)),
                    "fixed_rate": asyncio.run(at_rate(server, per_s, seconds, words)),
