@@ -10,7 +10,11 @@ its compressed forms, and answered from memory:
   asks for none of it;
 - every other file carries a strong ETag, and a request that names it gets `304 Not Modified`;
 - the page (`/`) and its theme (`/theme.css`) are rendered by Gradio once per address the page is
-  reached by, then kept like a file (`no-cache`: the browser asks again and gets 304);
+  reached by, then kept like a file (`no-cache`: the browser asks again and gets 304). A kept page is served
+  to every visitor of that address, so it is rendered from what its key holds and nothing else: the Host
+  header and, behind a trusted proxy, the X-Forwarded-Host/-Proto it wrote (toyviz.serving.proxy); never a
+  visitor's own X-Gradio-Server or cookies. At most ADDRESSES_KEPT addresses are kept, the first
+  PINNED_ADDRESSES ever served never evicted by invented ones; a render that failed is never kept;
 - files registered by name (`Shelf.add`: the page script and the browser model's files) are served at an
   address holding their content's hash, so they too are immutable;
 - compressed once per file (brotli, gzip), on first request, never again.
@@ -29,6 +33,8 @@ from pathlib import Path
 
 import brotli                    # Gradio's own dependency (its per-request middleware uses it)
 
+from toyviz.serving.proxy import public_headers, trusted_hops
+
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"                             # kept, but asked again each time: 304 when unchanged
 HASHED_NAME = re.compile(r"-[A-Za-z0-9_-]{8,}\.[A-Za-z0-9]+$")     # Vite's `Blocks-D1GWYZdr.js`
@@ -38,6 +44,9 @@ BROTLI_QUALITY = 9               # 11 is ~10 % smaller and 15× slower (22 s for
 RENDERED = ("/", "/theme.css")   # Gradio builds these per request; they do not change while it runs
 NOT_KEPT_QUERY = ("deep_link", "page")      # a page those change: rendered by Gradio every time, as before
 ADDRESSES_KEPT = 32              # pages rendered for this many addresses (Host, proxy headers) at most
+# the first addresses served (the lecturer's localhost and LAN address, a Space's own name) stay kept: a visitor
+# inventing Host values evicts only other invented ones (which would cost a render, never a wrong page)
+PINNED_ADDRESSES = 4
 
 
 @dataclass
@@ -90,7 +99,8 @@ class Shelf:
         self.folders = {prefix: Path(folder).resolve() for prefix, folder in (folders or gradio_folders()).items()}
         self.named: dict[str, Path] = {}                     # "/toyviz/files/<sha>/<name>" → file
         self.kept: dict[tuple, Kept | asyncio.Future] = {}     # a file's Kept, or the future of its first read
-        self.pages: OrderedDict[tuple, asyncio.Future] = OrderedDict()
+        self.pages: OrderedDict[tuple, asyncio.Future] = OrderedDict()     # least recently served first
+        self.pinned: set[tuple] = set()
 
     def add(self, path: Path, sha256: str | None = None) -> str:
         """Serve `path` at an address that holds its content's hash (so it is immutable): → that address,
@@ -141,7 +151,7 @@ class Shelf:
 
     async def rendered(self, key: tuple, render, cache_control: str) -> Kept | tuple:
         """Gradio's response for `key`, rendered once (`render()` → (status, headers, body)) and kept; a
-        response that is not a 200 is returned as (status, headers, body), and not kept."""
+        response that is not a 200, or a render that raised, is returned (or raised) and not kept."""
         async def once():
             status, headers, body = await render()
             if status != 200:
@@ -150,12 +160,27 @@ class Shelf:
             return Kept(body, kind, cache_control, compress=True)
         if key not in self.pages:
             self.pages[key] = asyncio.ensure_future(once())
-            while len(self.pages) > ADDRESSES_KEPT:
-                self.pages.popitem(last=False)
-        answer = await asyncio.shield(self.pages[key])
+        self.pages.move_to_end(key)
+        future = self.pages[key]
+        try:
+            answer = await asyncio.shield(future)
+        except BaseException:
+            if self.pages.get(key) is future and future.done():
+                del self.pages[key]
+            raise
         if not isinstance(answer, Kept):
             self.pages.pop(key, None)
+        elif key in self.pages:
+            self.keep(key)
         return answer
+
+    def keep(self, key: tuple) -> None:
+        """`key` served: pinned if among the first PINNED_ADDRESSES, and the least recently served unpinned
+        pages dropped past ADDRESSES_KEPT."""
+        if len(self.pinned) < PINNED_ADDRESSES:
+            self.pinned.add(key)
+        for old in [k for k in self.pages if k not in self.pinned][: max(0, len(self.pages) - ADDRESSES_KEPT)]:
+            del self.pages[old]
 
 
 def gradio_folders() -> dict[str, Path]:
@@ -175,8 +200,9 @@ class StaticFiles:
     other request goes on to Gradio untouched. Placed inside Gradio's own compression, which passes a
     response that already says its Content-Encoding."""
 
-    def __init__(self, app, shelf: Shelf):
+    def __init__(self, app, shelf: Shelf, hops: int | None = None):
         self.app, self.shelf = app, shelf
+        self.hops = trusted_hops() if hops is None else hops      # proxies whose X-Forwarded-* headers count
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
@@ -189,11 +215,14 @@ class StaticFiles:
             query = scope.get("query_string", b"")
             if any(f"{name}=".encode() in query for name in NOT_KEPT_QUERY):
                 return await self.app(scope, receive, send)
-            headers = dict(scope["headers"])
-            key = (path, query if path == "/theme.css" else b"", root, headers.get(b"host"),
-                   headers.get(b"x-forwarded-host"), headers.get(b"x-forwarded-proto"))
+            kept_query = query if path == "/theme.css" else b""
+            address = public_headers(dict(scope["headers"]), self.hops)
+            key = (path, kept_query, root, tuple(address))
+            # rendered from the key alone: what a visitor's request carries beyond it cannot reach the page
+            # that every later visitor of this address gets
+            public = {**scope, "headers": address, "query_string": kept_query}
             versioned = path == "/theme.css" and b"v=" in query        # its address names the theme's hash
-            kept = await self.shelf.rendered(key, lambda: render(self.app, scope),
+            kept = await self.shelf.rendered(key, lambda: render(self.app, public),
                                              IMMUTABLE if versioned else REVALIDATE)
             if isinstance(kept, tuple):
                 return await respond_raw(send, *kept, head=scope["method"] == "HEAD")
