@@ -29,9 +29,9 @@ class FakeRuns:
     def __init__(self, run=None):
         self.run, self.started = run, []
 
-    def start(self, recipe, seed=0, **_):
+    def start(self, recipe, seed=0, owner=live.Who(), **_):
         self.started.append((recipe, seed))
-        self.run = live.Run(recipe, seed, {"steps": 600}, state="running")
+        self.run = live.Run(recipe, seed, {"steps": 600}, state="running", owner=owner)
         return self.run
 
     def current(self):
@@ -72,11 +72,12 @@ def test_the_answer_is_the_step_the_run_formed_its_head_at(runs):
 
 
 def test_showing_the_step_starts_one_run_and_not_a_second_while_it_runs(runs):
-    lecture = type("L", (), {"revealed": False})()
+    lecture = type("L", (), {"revealed": False, "code": "K7P2QX"})()
     shown = type("S", (), {"step": parse(LESSON).steps[0], "lecture": lecture})()
     presenter.trained(shown)
     presenter.trained(shown)                               # Next and Prev back while it runs
     assert runs.started == [("induction", 0)]
+    assert runs.run.owner == live.Who(lecture="K7P2QX")    # the lecture's: its presenter stops it, from any page
     runs.run.state = "finished"
     lecture.revealed = True
     presenter.trained(shown)                               # a revealed step does not train again

@@ -47,7 +47,7 @@ def test_a_second_start_is_refused_while_one_runs_and_stop_ends_it_within_a_seco
     runs = live.LiveRuns()
     runs.start("induction", seed=0, **LONG)
     wait(runs, lambda r: len(r.records) >= 2)
-    with pytest.raises(live.RunRefused, match="already training"):
+    with pytest.raises(live.RunRefused, match="one run trains at a time"):
         runs.start("text", text=TEXT)
     started = time.perf_counter()
     stopped = runs.stop()
@@ -58,6 +58,38 @@ def test_a_second_start_is_refused_while_one_runs_and_stop_ends_it_within_a_seco
     assert runs.last_finished() is None        # a stopped run is not the last finished one
     runs.start("induction", seed=1, **SHORT)   # once stopped, a new run may start
     assert finished(runs).seed == 1
+
+
+def test_only_its_owner_stops_a_run_the_page_that_started_it_or_the_lectures_presenter():
+    runs = live.LiveRuns()
+    owner, other = live.Who(page="s1@10.0.0.5"), live.Who(page="s2@10.0.0.6")
+    runs.start("induction", seed=0, owner=owner, **LONG)
+    wait(runs, lambda r: r.state == "running")
+    with pytest.raises(live.RunRefused, match="only the page that started it can stop it; you are watching it"):
+        runs.stop(by=other)
+    assert runs.current().running                                 # another page's Stop ended nothing
+    with pytest.raises(live.RunRefused, match="another page is training.*you are watching it"):
+        runs.start("induction", owner=other)
+    with pytest.raises(live.RunRefused, match="your run .* is still training: Stop it first"):
+        runs.start("induction", owner=owner)
+    assert runs.stop(by=owner).state == "stopped"
+
+    # a lecture's run (toyviz.app.presenter.trained): its presenter stops it from any page, a student's page cannot
+    runs.start("induction", seed=0, owner=live.Who(lecture="K7P2QX"), **LONG)
+    wait(runs, lambda r: r.state == "running")
+    with pytest.raises(live.RunRefused, match="the lecturer's run is training: only the lecturer can stop it"):
+        runs.stop(by=other)
+    assert runs.current().running
+    assert runs.stop(by=live.Who(page="s3@10.0.0.7", lecture="K7P2QX")).state == "stopped"
+
+
+def test_a_seed_is_a_whole_number_never_rounded():
+    assert [live.whole_seed(s) for s in (0, 2.0, "7", 2**31 - 1)] == [0, 2, 7, 2**31 - 1]
+    for seed in (1.5, -1, 2**31, float("nan"), float("inf"), "two", None):
+        with pytest.raises(live.RunRefused, match="a whole number from 0 to 2,147,483,647"):
+            live.whole_seed(seed)
+    with pytest.raises(live.RunRefused, match=r"\(not 1.5\)"):
+        live.LiveRuns().start("induction", seed=1.5)          # was run as seed 1 (the tab's Number rounded it to 2)
 
 
 def test_a_page_opened_mid_run_sees_the_run_so_far():

@@ -28,6 +28,7 @@ from toyviz.lessons import answers, library
 from toyviz.lessons.check import check
 from toyviz.lessons.format import Answer, Lesson, Question, Step, matches
 from toyviz.settings import links
+from toyviz.training.live import Who
 
 STORED = "toyviz-presenter-"            # localStorage key prefix: + the join code → the presenter's secret
 MARKDOWN = MarkdownIt("commonmark", {"html": False})      # a lesson's text: its own HTML shows as text
@@ -191,7 +192,7 @@ def trained(shown: Shown) -> Shown:
         runs = shared_runs()
         current = runs.current()
         if current is None or not current.running:
-            runs.start(shown.step.train, seed=0)
+            runs.start(shown.step.train, seed=0, owner=Who(lecture=shown.lecture.code))   # its presenter stops it
     return shown
 
 

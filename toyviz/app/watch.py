@@ -6,11 +6,18 @@ own, so app.py adds it with two calls.
 Every page polls the run once a second while it trains (a Timer that switches itself off when the run
 has ended). The figures of one record are drawn once and shared by every page asking for the same step
 (`drawn`): a hall of pages costs one drawing per record, not one per page.
+
+The run has an owner (toyviz.training.live.Who): the page that started it, or the lecture it was started for. Its
+Stop is shown to its owner only, and refused to anyone else; the other pages are told whose run they watch. A
+refused Start or Stop says why in the status line, over the run there is, and a page refused because another
+run trains switches to watching it. While a lecture goes on, its run stays the latest (its question is answered
+from it): only its presenter starts another.
 """
 from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections import OrderedDict
 
 import gradio as gr
@@ -61,6 +68,7 @@ With this regard their currents turn awry,
 And lose the name of action."""
 
 POLL_S = 1.0
+LECTURE_HOLDS_S = 30 * 60   # a lecture's run stays the latest while its presenter has moved or revealed this recently
 LONGEST = max(live.settings_for(recipe).steps for recipe in live.RECIPES)    # the step slider's end
 LATEST, LAST_FINISHED = "the latest run", "the last finished run"
 
@@ -71,7 +79,30 @@ def shared_runs() -> live.LiveRuns:
     return live.LiveRuns()
 
 
-def status(run: live.Run | None) -> str:
+def who(request: gr.Request | None, lecture: dict | None, presenter=None) -> live.Who:
+    """The page asking: its Gradio session together with the address it comes from (a session id is the client's
+    own choice, so the same id from another address is another page), and the lecture it presents when its state
+    (ui.lecture, server-side: toyviz.app.lecture fills it) holds a secret `presenter`'s lectures know."""
+    session = getattr(request, "session_hash", None) or ""
+    address = getattr(getattr(request, "client", None), "host", None) or ""
+    secret = (lecture or {}).get("secret")
+    presented = presenter.lectures.presenting(secret) if secret and presenter is not None else None
+    return live.Who(page=f"{session}@{address}" if session else "", lecture=presented.code if presented else "")
+
+
+def lecture_holds(run: live.Run | None, page: live.Who, presenter=None) -> bool:
+    """Whether a lecture keeps its run the latest against `page`'s Start: the run was started for a lecture that goes
+    on (its presenter moved or revealed in the last LECTURE_HOLDS_S) and `page` is not its presenter. The lecture's
+    question is answered from the latest run (toyviz.lessons.answers), and the projector shows it."""
+    code = run.owner.lecture if run is not None else ""
+    if not code or code == page.lecture or presenter is None:
+        return False
+    lecture = presenter.lectures.now(code)
+    return lecture is not None and time.time() - lecture.changed < LECTURE_HOLDS_S
+
+
+def status(run: live.Run | None, page: live.Who = live.Who()) -> str:
+    """The status line: the run, its state and step, whose it is as `page` is told, and (induction) its head's birth."""
     if run is None:
         return "No run yet: pick a recipe and press **Start**."
     last = run.records[-1] if run.records else None
@@ -79,6 +110,10 @@ def status(run: live.Run | None) -> str:
     state = {"starting": "starting", "running": "training", "finished": "finished", "stopped": "stopped",
              "failed": "failed"}[run.state]
     line = f"**{run.recipe}** run, seed {run.seed}: {state} ({where})."
+    if run.running:
+        whose = run.whose(page)
+        line += (" Your run: **Stop** ends it." if page.owns(run) else
+                 f" {whose[0].upper()}{whose[1:]}: you are watching it (only {run.stopper} can stop it).")
     if run.recipe == "induction" and last:
         born = live.crossing_step(run, figures.BORN_AT)
         line += (f" The induction head was born at step **{born:,}** (score ≥ {figures.BORN_AT})." if born is not None
@@ -123,13 +158,64 @@ class RecordDrawings:
 drawn = RecordDrawings()
 
 
-def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, recipe: str = "induction") -> tuple:
+def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, recipe: str = "induction",
+               page: live.Who = live.Who(), note: dict | None = None) -> tuple:
     """(status, loss figure, heads figure, attention figure, samples): the run picked, at step `upto`
-    (-1: its latest); before any run, the loss axes of the recipe picked (None: a figure the run has not)."""
+    (-1: its latest), as `page` sees it, under the page's `note` while it stands; before any run, the loss axes of
+    the recipe picked (None: a figure the run has not)."""
     run = pick(runs, which)
+    said = f"{note['text']}\n\n" if stands(note, runs.current()) else ""
     if run is None:
-        return status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None, ""
-    return status(run), *drawn(run, None if upto is None or upto < 0 else int(upto), bool(projector))
+        return said + status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None, ""
+    return said + status(run, page), *drawn(run, None if upto is None or upto < 0 else int(upto), bool(projector))
+
+
+def refusal(why: live.RunRefused, doing: str, runs: live.LiveRuns) -> dict:
+    """A refused Start or Stop as the page keeps it (ui.watch_note): said above the status line, where the page
+    looks, for as long as what it was said over lasts: the run training then (none: until one trains)."""
+    latest = runs.current()
+    return {"text": f"⚠ **Not {doing}:** {why}.", "during": latest.started if latest and latest.running else None}
+
+
+def stands(note: dict | None, latest: live.Run | None) -> bool:
+    """Whether a kept refusal still says something true: the run it was said over still trains (or still none)."""
+    return bool(note) and note["during"] == (latest.started if latest and latest.running else None)
+
+
+def start_view(runs: live.LiveRuns, page: live.Who, recipe: str, seed, text: str, which: str, upto: float,
+               projector: bool, presenter=None) -> tuple:
+    """Start's answer, (which, upto, note, status, figures…): the new run, from its start; refused, the reason (the
+    note) above the status line, over the latest run when it is why (another's run trains, or a lecture's stays: the
+    page switches to watching it), else over the view as it was."""
+    latest = runs.current()
+    try:
+        if lecture_holds(latest, page, presenter):
+            raise live.RunRefused(f"{latest.whose(page)} stays the latest while its lecture goes on (the class's "
+                                  "question is answered from it): you are watching it; Start again after the lecture")
+        runs.start(recipe, seed=seed, text=text, owner=page)
+    except live.RunRefused as why:
+        latest, note = runs.current(), refusal(why, "started", runs)
+        if latest is not None and (latest.running or lecture_holds(latest, page, presenter)):
+            which, upto = LATEST, -1
+        return which, upto, note, *watch_view(runs, which, upto, projector, recipe, page, note)
+    return LATEST, -1, {}, *watch_view(runs, LATEST, -1, projector, recipe, page)
+
+
+def stop_view(runs: live.LiveRuns, page: live.Who, which: str, upto: float, projector: bool,
+              recipe: str = "induction") -> tuple:
+    """Stop's answer, (note, status, figures…): the run as it ended; refused (another's run), the reason (the note)
+    above the status line."""
+    try:
+        runs.stop(by=page)
+    except live.RunRefused as why:
+        note = refusal(why, "stopped", runs)
+        return note, *watch_view(runs, which, upto, projector, recipe, page, note)
+    return {}, *watch_view(runs, which, upto, projector, recipe, page)
+
+
+def may_stop(run: live.Run | None, page: live.Who) -> bool:
+    """Whether `page` is shown a Stop: the run trains and is its own."""
+    return run is not None and run.running and page.owns(run)
 
 
 def tab(ui):
@@ -139,9 +225,11 @@ def tab(ui):
         with gr.Row():
             ui.watch_recipe = gr.Radio([("An induction head forms", "induction"), ("From noise to words", "text")],
                                        value="induction", label="recipe", elem_id="watch-recipe", scale=2)
-            ui.watch_seed = gr.Number(value=0, precision=0, label="seed", elem_id="watch-seed", min_width=90)
+            # no precision: 1.5 reaches the server as typed and is refused there, where Gradio would round it to 2
+            ui.watch_seed = gr.Number(value=0, step=1, label="seed (a whole number)", elem_id="watch-seed",
+                                      min_width=90)
             ui.watch_start = gr.Button("Start", variant="primary", elem_id="watch-start", min_width=90)
-            ui.watch_stop = gr.Button("Stop", elem_id="watch-stop", min_width=90)
+            ui.watch_stop = gr.Button("Stop", elem_id="watch-stop", min_width=90, visible=False)   # its owner's
         ui.watch_text = gr.Textbox(value=DEFAULT_TEXT, lines=4, max_lines=8, elem_id="watch-text",
                                    label=f"text to learn from (From noise to words; {live.MIN_TEXT_CHARS:,} to "
                                          f"{live.MAX_TEXT_CHARS:,} characters)")
@@ -153,34 +241,43 @@ def tab(ui):
         ui.watch_out = [plot("watch-loss-plot"), plot("watch-heads-plot"), plot("watch-attention-plot"),
                         gr.Markdown(elem_id="watch-samples")]
         ui.watch_tick = gr.Timer(POLL_S, active=False)
+        ui.watch_note = gr.State({})            # the page's last refused Start or Stop (`refusal`)
 
 
 def wire(ui, runs: live.LiveRuns | None = None):
-    """Start, Stop, the slider and the poll; the tab draws the run as it stands when selected."""
-    runs = runs or shared_runs()
-    view_inputs = [ui.watch_which, ui.watch_step, ui.projector, ui.watch_recipe]
-    outputs = [ui.watch_status, *ui.watch_out, ui.watch_tick]
+    """Start, Stop, the slider and the poll; the tab draws the run as it stands when selected. Each event knows its
+    page (`who`): its session and address, and the lecture it presents (ui.lecture, over app.py's ui.presenter)."""
+    runs, presenter = runs or shared_runs(), ui.presenter
+    view_inputs = [ui.watch_which, ui.watch_step, ui.projector, ui.watch_recipe, ui.lecture]
+    outputs = [ui.watch_status, *ui.watch_out, ui.watch_stop, ui.watch_tick]
+    noted = [ui.watch_note, *outputs]
 
-    def draw(which, upto, projector, recipe):
-        run = pick(runs, which)
-        status_line, *figs, samples = watch_view(runs, which, upto, projector, recipe)
+    def shown(page: live.Who, which: str, view: tuple) -> list:
+        status_line, *figs, samples = view
+        picked = pick(runs, which)
         # a figure this run does not have (the text recipe's heads and attention) is hidden, not an empty frame
-        shown = [gr.update(value=fig, visible=fig is not None) for fig in figs]
-        return [status_line, *shown, samples, gr.Timer(active=bool(run and run.running))]
+        return [status_line, *[gr.update(value=fig, visible=fig is not None) for fig in figs], samples,
+                gr.update(visible=may_stop(runs.current(), page)), gr.Timer(active=bool(picked and picked.running))]
+
+    def draw(which, upto, projector, recipe, lecture, note, request: gr.Request):
+        page = who(request, lecture, presenter)
+        return shown(page, which, watch_view(runs, which, upto, projector, recipe, page, note))
 
     @friendly
-    def start(seed, text, which, upto, projector, recipe):
-        runs.start(recipe, seed=int(seed or 0), text=text or "")
-        return draw(LATEST, -1, projector, recipe)[:-1] + [gr.Timer(active=True)]
+    def start(seed, text, which, upto, projector, recipe, lecture, request: gr.Request):
+        page = who(request, lecture, presenter)
+        which, upto, note, *view = start_view(runs, page, recipe, seed, text or "", which, upto, projector, presenter)
+        return [which, upto, note, *shown(page, which, view)]
 
-    def stop(*view):
-        runs.stop()
-        return draw(*view)
+    @friendly
+    def stop(which, upto, projector, recipe, lecture, request: gr.Request):
+        page = who(request, lecture, presenter)
+        note, *view = stop_view(runs, page, which, upto, projector, recipe)
+        return [note, *shown(page, which, view)]
 
-    ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], outputs,
+    ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], [ui.watch_which, ui.watch_step, *noted],
                          api_visibility="private")
-    ui.watch_stop.click(stop, view_inputs, outputs, api_visibility="private")
+    ui.watch_stop.click(stop, view_inputs, noted, api_visibility="private")
     for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, ui.projector.change,
-                  ui.watch_recipe.input):
-        event(draw, view_inputs, outputs, api_visibility="private")
-    ui.watch_tick.tick(draw, view_inputs, outputs, api_visibility="private")
+                  ui.watch_recipe.input, ui.watch_tick.tick):
+        event(draw, [*view_inputs, ui.watch_note], outputs, api_visibility="private")

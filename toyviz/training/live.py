@@ -14,6 +14,9 @@ A run trains in its own spawned process, niced and on one thread (torch.set_num_
 so a thread of the app's process would set the serving threads' count too, and share their interpreter
 lock), and streams its records back through a queue. `LiveRuns` holds the one run of this process and
 the last finished one; every caller reads the same record.
+
+A run is shared, so it has an owner (`Who`): the page that started it, or the lecture it was started for. Only
+its owner stops it (the page, or the lecture's presenter from any page); everyone else watches.
 """
 from __future__ import annotations
 
@@ -47,7 +50,34 @@ BORN_AT = 0.5               # a head's induction score this high: it has formed 
 
 
 class RunRefused(UserError):
-    """The user's mistake: a run while another runs, an unknown recipe, a text too short to learn from."""
+    """The user's mistake: a run while another runs, a Stop of another's run, an unknown recipe, a text too short to
+    learn from, a seed that is not a whole number."""
+
+
+@dataclass(frozen=True)
+class Who:
+    """Who starts or stops a run: a page (an identity its server gives it, toyviz.app.watch.who; "" for none) and
+    the lecture it presents (a join code, when the page holds that lecture's presenter's secret; "" for none).
+    A run keeps who started it: that page may stop it, and so may the lecture's presenter, from any page."""
+    page: str = ""
+    lecture: str = ""
+
+    def owns(self, run: "Run") -> bool:
+        owner = run.owner
+        return bool(owner.page and owner.page == self.page or owner.lecture and owner.lecture == self.lecture)
+
+
+def whole_seed(seed) -> int:
+    """A seed as typed: a whole number from 0 to 2^31 - 1, or refused. Never rounded: 1.5 would run seed 2, a
+    run nobody asked for, whose curve the next run with seed 1.5 would not repeat."""
+    try:
+        number = float(seed)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number == int(number) and 0 <= number < 2**31):
+        typed = "the box is empty" if seed is None or seed == "" else f"not {seed}"
+        raise RunRefused(f"the seed must be a whole number from 0 to {2**31 - 1:,} ({typed})")
+    return int(number)
 
 
 # ---------------------------------------------------------------- the recipes' settings ----
@@ -271,6 +301,7 @@ class Run:
     error: str = ""
     started: float = field(default_factory=time.time)
     ended: float | None = None
+    owner: Who = Who()                  # nobody's: started by the server's own code (a test, a benchmark)
 
     @property
     def running(self) -> bool:
@@ -279,6 +310,27 @@ class Run:
     def view(self) -> "Run":
         """A copy whose record list will not grow under its reader."""
         return replace(self, records=list(self.records))
+
+    def whose(self, who: Who) -> str:
+        """Whose run this is, as the page `who` is told."""
+        if who.owns(self):
+            return "your run"
+        if self.owner.lecture:
+            return "the lecturer's run"
+        return "a run started by another page" if self.owner.page else "a run started on the server"
+
+    @property
+    def stopper(self) -> str:
+        """Who may stop it, in words."""
+        return ("the lecturer" if self.owner.lecture else "the page that started it" if self.owner.page
+                else "the server")
+
+    def busy(self, who: Who) -> str:
+        """Why `who` cannot start a run while this one trains, and what it can do instead."""
+        if who.owns(self):
+            return f"{self.whose(who)} ({self.recipe}, seed {self.seed}) is still training: Stop it first"
+        return (f"{self.whose(who)} is training, and one run trains at a time on this server: you are watching it; "
+                "Start again once it has ended")
 
 
 class LiveRuns:
@@ -292,22 +344,20 @@ class LiveRuns:
         self._process = self._stop = None
         self._context = multiprocessing.get_context("spawn")
 
-    def start(self, recipe: str, *, seed: int = 0, text: str = "", **changes) -> Run:
-        """Start a run, or refuse with a RunRefused that says why."""
-        settings = settings_for(recipe, **changes)
-        if not 0 <= int(seed) < 2**31:
-            raise RunRefused(f"the seed must be a whole number from 0 to {2**31 - 1:,}, not {seed}")
-        if recipe == "text" and not MIN_TEXT_CHARS <= len(text) <= MAX_TEXT_CHARS:
-            raise RunRefused(f"paste a text of {MIN_TEXT_CHARS:,} to {MAX_TEXT_CHARS:,} characters "
-                             f"(this one has {len(text):,})")
+    def start(self, recipe: str, *, seed=0, text: str = "", owner: Who = Who(), **changes) -> Run:
+        """Start a run for `owner`, or refuse with a RunRefused that says why: while a run trains, that it does
+        (whatever else is wrong, a run could not start now), else what is wrong with the request."""
         with self._lock:
             if self._run is not None and self._run.running:
-                raise RunRefused(f"the {self._run.recipe} run (seed {self._run.seed}) is already training: "
-                                 f"watch it, or stop it first")
-            run = self._run = Run(recipe, int(seed), asdict(settings))
+                raise RunRefused(self._run.busy(owner))
+            settings, seed = settings_for(recipe, **changes), whole_seed(seed)
+            if recipe == "text" and not MIN_TEXT_CHARS <= len(text) <= MAX_TEXT_CHARS:
+                raise RunRefused(f"paste a text of {MIN_TEXT_CHARS:,} to {MAX_TEXT_CHARS:,} characters "
+                                 f"(this one has {len(text):,})")
+            run = self._run = Run(recipe, seed, asdict(settings), owner=owner)
             out, self._stop = self._context.Queue(), self._context.Event()
             self._process = self._context.Process(target=_child, daemon=True,
-                                                  args=(recipe, settings, int(seed), text, out, self._stop))
+                                                  args=(recipe, settings, seed, text, out, self._stop))
             self._process.start()
         threading.Thread(target=self._follow, args=(run, self._process, out), daemon=True).start()
         return run.view()
@@ -343,13 +393,16 @@ class LiveRuns:
             self._finished = run
         self._ended.notify_all()
 
-    def stop(self) -> Run | None:
+    def stop(self, by: Who | None = None) -> Run | None:
         """End the running run within STOP_WAIT_S: it stops itself at its next step and says so, or its
-        process is ended. Returns the run as it ended (None when nothing was running)."""
+        process is ended. Returns the run as it ended (None when nothing was running). `by`: the page asking,
+        refused (RunRefused) unless it owns the run; None: the server's own code (a test, a shutdown)."""
         with self._lock:
             run, process, stop = self._run, self._process, self._stop
             if run is None or not run.running:
                 return None
+            if by is not None and not by.owns(run):
+                raise RunRefused(f"{run.whose(by)} is training: only {run.stopper} can stop it; you are watching it")
         stop.set()
         with self._lock:
             self._ended.wait_for(lambda: not run.running, STOP_WAIT_S)

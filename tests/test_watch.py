@@ -1,0 +1,119 @@
+"""The Watch it learn tab's renderer and its owners (toyviz.app.watch), without a browser: which page a request is,
+who may stop the run, and a refused Start or Stop answered in the status line over the run there is (the page
+switching to the run that trains), never as an error in place of the figures."""
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from toyviz.app import watch
+from toyviz.classroom.store import Lectures
+from toyviz.training import live
+
+LONG = dict(steps=100_000, every=10)                # runs until stopped, at the lecture's pace
+
+
+def request(session: str, address: str):
+    """What Gradio gives an event: its page's session id (the client's choice) and the address it came from."""
+    return SimpleNamespace(session_hash=session, client=SimpleNamespace(host=address))
+
+
+@pytest.fixture
+def presenter(tmp_path):
+    """A presenter's lectures, as app.py's ui.presenter holds them; `.secret` drives the one lecture."""
+    lectures = Lectures(tmp_path / "lectures.sqlite3")
+    code, secret = lectures.start("watch-it-learn", 5)
+    return SimpleNamespace(lectures=lectures, code=code, secret=secret)
+
+
+def wait(runs: live.LiveRuns, until, timeout: float = 120.0) -> live.Run:
+    deadline = time.monotonic() + timeout
+    while not until(runs.current()):
+        assert time.monotonic() < deadline, f"the run never got there: {runs.current()}"
+        time.sleep(0.05)
+    return runs.current()
+
+
+def test_a_page_is_its_session_from_its_address_and_a_presenter_holds_the_lectures_secret(presenter):
+    page = watch.who(request("abc", "10.0.0.5"), {}, presenter)
+    assert page == watch.who(request("abc", "10.0.0.5"), None, presenter) and page.lecture == ""
+    assert watch.who(request("abc", "10.0.0.6"), {}, presenter) != page        # the same session id from elsewhere
+    assert watch.who(request("abd", "10.0.0.5"), {}, presenter) != page
+    assert watch.who(request("abc", "10.0.0.5"), {"secret": presenter.secret}, presenter).lecture == presenter.code
+    assert watch.who(request("abc", "10.0.0.5"), {"secret": "guessed"}, presenter).lecture == ""
+    assert watch.who(None, {}, presenter) == live.Who()                        # no page: it owns nothing
+
+
+def test_a_refused_start_or_stop_says_why_where_the_status_is_and_the_page_watches_the_run_that_trains(presenter):
+    runs = live.LiveRuns()
+    owner = watch.who(request("owner", "10.0.0.5"), {}, presenter)
+    student = watch.who(request("student", "10.0.0.6"), {}, presenter)
+    which, upto, note, status, *figures = watch.start_view(runs, owner, "induction", 0, "", watch.LATEST, -1, False,
+                                                           presenter)
+    assert (which, upto, note) == (watch.LATEST, -1, {}) and "Not started" not in status
+    wait(runs, lambda r: len(r.records) >= 2)
+    try:
+        assert watch.may_stop(runs.current(), owner) and not watch.may_stop(runs.current(), student)
+        assert "Your run: **Stop** ends it" in watch.watch_view(runs, watch.LATEST, -1, False, page=owner)[0]
+        watching = watch.watch_view(runs, watch.LATEST, -1, False, page=student)[0]
+        assert "A run started by another page: you are watching it" in watching
+
+        # the student, scrubbing the last finished run, presses Start: told why, and switched to the run that trains
+        which, upto, note, status, loss, heads, attention, samples = watch.start_view(
+            runs, student, "text", 0, "too short", watch.LAST_FINISHED, 60, True, presenter)
+        assert (which, upto) == (watch.LATEST, -1)
+        assert status.startswith("⚠ **Not started:** a run started by another page is training")
+        assert "you are watching it" in status and "seed 0: training" in status
+        assert "Loss at step" in loss.layout.title.text and heads is not None and attention is not None
+        polled = watch.watch_view(runs, watch.LATEST, -1, True, "text", student, note)[0]
+        assert polled.startswith("⚠ **Not started:**")                       # the page's next polls keep saying it
+
+        note, status, *_ = watch.stop_view(runs, student, watch.LATEST, -1, False)
+        assert status.startswith("⚠ **Not stopped:** a run started by another page is training: only the page "
+                                 "that started it can stop it")
+        assert runs.current().running                                         # the student's Stop ended nothing
+        _, status, *_ = watch.stop_view(runs, owner, watch.LATEST, -1, False)
+        assert "stopped" in status and "Not stopped" not in status and not runs.current().running
+        after = watch.watch_view(runs, watch.LATEST, -1, False, "induction", student, note)[0]
+        assert "Not stopped" not in after                     # said over a run that has ended: no longer true
+    finally:
+        runs.stop()
+
+
+def test_a_mistake_in_a_start_is_said_over_the_view_as_it_was(presenter):
+    runs, page = live.LiveRuns(), watch.who(request("s", "10.0.0.5"), {}, presenter)
+    which, upto, _, status, loss, *_ = watch.start_view(runs, page, "text", 0, "x" * 150, watch.LAST_FINISHED, 60,
+                                                       False, presenter)
+    assert (which, upto) == (watch.LAST_FINISHED, 60)                          # nothing trains: the page stays
+    assert status.startswith("⚠ **Not started:** paste a text of 200 to 200,000 characters (this one has 150).")
+    assert "No run yet" in status and "no run yet" in loss.layout.title.text
+    status = watch.start_view(runs, page, "induction", 1.5, "", watch.LATEST, -1, False, presenter)[3]
+    assert status.startswith("⚠ **Not started:** the seed must be a whole number") and "(not 1.5)" in status
+    assert runs.current() is None                                              # no run of seed 1 or 2
+
+
+def test_a_lectures_run_stays_the_latest_while_the_lecture_goes_on_and_its_presenter_stops_it(presenter):
+    runs = live.LiveRuns()
+    lecturer = live.Who(lecture=presenter.code)                                # as presenter.trained starts it
+    laptop = watch.who(request("laptop", "10.0.0.2"), {"secret": presenter.secret}, presenter)
+    student = watch.who(request("student", "10.0.0.6"), {}, presenter)
+    runs.start("induction", seed=0, owner=lecturer, **LONG)
+    wait(runs, lambda r: r.state == "running")
+    try:
+        assert "The lecturer's run: you are watching it (only the lecturer can stop it)" in \
+            watch.watch_view(runs, watch.LATEST, -1, False, page=student)[0]
+        assert "Not stopped" in watch.stop_view(runs, student, watch.LATEST, -1, False)[1] and runs.current().running
+        assert watch.may_stop(runs.current(), laptop)                          # the presenter, from another page
+        assert "Not stopped" not in watch.stop_view(runs, laptop, watch.LATEST, -1, False)[1]
+        assert not runs.current().running
+    finally:
+        runs.stop()
+
+    which, _, _, status, *_ = watch.start_view(runs, student, "induction", 3, "", watch.LAST_FINISHED, 10, False,
+                                               presenter)
+    assert "Not started:** the lecturer's run stays the latest while its lecture goes on" in status
+    assert which == watch.LATEST and runs.current().owner == lecturer           # the lecture's run, still the latest
+    assert not watch.lecture_holds(runs.current(), laptop, presenter)          # its presenter starts what they like
+    with presenter.lectures.db() as db:                                        # the lecturer has not moved for 30 min
+        db.execute("UPDATE lectures SET changed = ?", (time.time() - watch.LECTURE_HOLDS_S - 1,))
+    assert not watch.lecture_holds(runs.current(), student, presenter)
