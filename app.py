@@ -59,6 +59,9 @@ CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="ut
 # waited for one: p95 9.0 s; with 32, 1.5 s
 GENERATIONS_AT_ONCE = 32
 UPDATES_AT_ONCE = 4          # a tab's updates computed at once in one process: more only wait for the lock
+# attribution graphs computed at once, whichever event asks (the tab, its endpoint, an intervention): each takes up to
+# ~0.5 GB at the circuits' caps (docs/deploying.md), so this bounds their memory; a worker computes one at a time
+QUEUES = {"circuit": 2}
 QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the page at once (4 each), with room
 # Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
 # export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
@@ -114,6 +117,14 @@ def registry(ui, bind) -> dict:
                    components(tab.outputs), components(tab.controls), tab.api or name) for name, tab in TABS.items()}
 
 
+def queue(ui, name: str) -> dict:
+    """The queue an event of tab `name` waits in: its own, `ui.at_once` computed at once, or the one it shares
+    with the actions of its Tab.queue (the circuits: QUEUES["circuit"] graphs at once, so their memory is bounded)."""
+    shared = TABS[name].queue
+    return dict(concurrency_limit=QUEUES[shared], concurrency_id=shared) if shared else \
+        dict(concurrency_limit=ui.at_once)
+
+
 def wire_tabs(ui, tabs: dict, bind):
     """Each renderer answers its tab's selection and its own controls; the shared controls (prompt,
     projector, picker) redraw only the tab on screen, through its hidden redraw button (`redraw_current`). A control
@@ -121,21 +132,24 @@ def wire_tabs(ui, tabs: dict, bind):
     and then redraws its tab once (`redraw_current`; a lesson's Next in the same answer, `refresh`), where
     each control's change would have drawn the tab again (four times for a step setting three sliders). On the page a mistake shows in place of the
     figures (`in_place`); each tab's HTTP endpoint is the same renderer on a trigger the page never
-    fires, raising the mistake as an error for the caller."""
+    fires, raising the mistake as an error for the caller. Every event counts against its tab's allowance:
+    a script can send the page's own events as well as call the endpoints."""
     for name, (fn, inputs, outputs, controls, api_name) in tabs.items():
-        tab, on_page, js = getattr(ui, f"tab_{name}"), in_place(fn, outputs), clamp_in_page(inputs)
+        limited_fn = limited(fn, TABS[name].allowance)
+        tab, on_page, js = getattr(ui, f"tab_{name}"), in_place(limited_fn, outputs), clamp_in_page(inputs)
+
         # one event draws the tab and notes it as current (two were a tenth of what a class's page opens sent)
-        tab.select(lambda *values, draw=on_page, name=name: [*draw(*values), name], inputs, outputs + [ui.current],
-                   js=js, api_visibility="private", concurrency_limit=ui.at_once)
+        def select(request: gr.Request, *values, draw=on_page, name=name):
+            return [*draw(request, *values), name]
+        tab.select(select, inputs, outputs + [ui.current], js=js, api_visibility="private", **queue(ui, name))
         for control in controls:        # the Sample tab's sliders: the page's own model answers them when it runs
             trigger = browser_model.page_first(control.input, "redraw", inputs).success if name == "sample" \
                 else control.input
-            trigger(on_page, inputs, outputs, js=js, api_visibility="private", concurrency_limit=ui.at_once)
-        gr.Button(visible=False).click(limited(fn, api_name), inputs, outputs, api_name=api_name,
-                                       concurrency_limit=ui.at_once)          # scripts call these: each visitor's share
+            trigger(on_page, inputs, outputs, js=js, api_visibility="private", **queue(ui, name))
+        gr.Button(visible=False).click(limited_fn, inputs, outputs, api_name=api_name,
+                                       **queue(ui, name))          # scripts call these: each visitor's share
         gr.Button(visible="hidden", elem_id=f"redraw-{name}").click(on_page, inputs, outputs, js=js,
-                                                                   api_visibility="private",
-                                                                   concurrency_limit=ui.at_once)
+                                                                   api_visibility="private", **queue(ui, name))
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
 
@@ -159,7 +173,7 @@ def wire_tabs(ui, tabs: dict, bind):
     gr.on([ui.run.click, ui.prompt.submit, ui.projector.input, ui.model.input], None, js=ui.redraw_current)
     js = clamp_in_page([ui.current] + ui.all_inputs)
     for example in ui.prompt_examples:      # (a js-only step after an example's load is never run: Gradio's way)
-        example.load_input_event.then(refresh, [ui.current] + ui.all_inputs, ui.all_outputs, js=js,
+        example.load_input_event.then(limited(refresh, "view"), [ui.current] + ui.all_inputs, ui.all_outputs, js=js,
                                       api_visibility="private", concurrency_limit=ui.at_once)
     for control in {id(c): c for c in ui.all_inputs if isinstance(c, gr.Slider)}.values():
         show_clamped(control)
@@ -173,7 +187,7 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
         event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=ui.at_once)
     for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
-        event(friendly(formula_view), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
+        event(limited(friendly(formula_view), "view"), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
               api_visibility="private")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,
                 ui.steer_alpha]
@@ -198,18 +212,20 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
         show_clamped(control)
     browser_model.page_first(ui.stop.click, "stop", [], cancels=[gen_event]).success(ready, None, ui.go, queue=False,
                                                                                  api_visibility="private")
-    ui.kv_button.click(bind(kv_cache_view), ui.prompt, ui.kv_text, api_name="kv_cache", concurrency_limit=1)
+    ui.kv_button.click(limited(bind(kv_cache_view), "kv_cache"), ui.prompt, ui.kv_text, api_name="kv_cache",
+                       concurrency_limit=1)
     size_inputs = [ui.preset] + ui.calc + [ui.projector]
-    ui.preset.change(bind(size_view), size_inputs, ui.size_out, api_name="size")
+    size = limited(bind(size_view), "view")
+    ui.preset.change(size, size_inputs, ui.size_out, api_name="size")
     ui.preset.change(lambda preset: preset_fields(explorer, preset) or [gr.skip()] * len(ui.calc), ui.preset,
                      ui.calc, api_visibility="private")
     for field in ui.calc:           # editing a field makes the preset "custom", so the figures follow the fields
         field.input(lambda: "custom", None, ui.preset, api_visibility="private")
     numbers = [event for c in ui.calc if isinstance(c, gr.Number) for event in (c.submit, c.blur)]
     gr.on([ui.tab_model.select] + numbers + [c.change for c in ui.calc if not isinstance(c, gr.Number)],
-          bind(size_view), size_inputs, ui.size_out, api_visibility="private")
+          size, size_inputs, ui.size_out, api_visibility="private")
     gr.on([ui.tab_why.select, ui.run.click, ui.prompt.submit],
-          lambda p, choices=bind(why_choices): gr.update(choices=choices(p)), ui.prompt, ui.why_token,
+          limited(lambda p, choices=bind(why_choices): gr.update(choices=choices(p)), "view"), ui.prompt, ui.why_token,
           api_visibility="private")
     patch_fields = [ui.clean, ui.corrupted, ui.clean_answer, ui.corrupted_answer]
     patch, patched = limited(bind(patching_view), "patching"), [ui.note] + ui.patching_out
@@ -223,8 +239,8 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
         in_place(patch, patched), patch_fields + [ui.projector], patched, api_visibility="private",
         concurrency_limit=2, concurrency_id="patching").then(show, None, ui.patching_out, api_visibility="private")
     gr.on([ui.tab_layernorm.select, ui.model.change],
-          lambda p, m, choices=bind(layernorm_choices): gr.update(choices=choices(p, m)), [ui.prompt, ui.model],
-          ui.norm_name, api_visibility="private")
+          limited(lambda p, m, choices=bind(layernorm_choices): gr.update(choices=choices(p, m)), "view"),
+          [ui.prompt, ui.model], ui.norm_name, api_visibility="private")
 
 
 def wire_circuits(ui, compute):
@@ -236,13 +252,12 @@ def wire_circuits(ui, compute):
     inputs = [ui.prompt, ui.circuit_target, ui.circuit_node, ui.circuit_scale, ui.projector]
     intervene = limited(bind(circuits.intervention_view), "circuit_intervene")
     ui.circuit_button.click(in_place(intervene, [ui.circuit_result]), inputs, ui.circuit_result,
-                            js=clamp_in_page(inputs), api_visibility="private", concurrency_limit=2,
-                            concurrency_id="circuit").then(lambda: gr.update(visible=True), None, ui.circuit_result,
-                                                           api_visibility="private")
+                            js=clamp_in_page(inputs), api_visibility="private", **queue(ui, "circuits")).then(
+        lambda: gr.update(visible=True), None, ui.circuit_result, api_visibility="private")
     gr.Button(visible=False).click(intervene, inputs, ui.circuit_result, api_name="circuit_intervene",
-                                   concurrency_limit=2, concurrency_id="circuit")
+                                   **queue(ui, "circuits"))
     gr.Button(visible=False).click(limited(bind(circuits.circuit_json), "circuit"), [ui.prompt, ui.circuit_target],
-                                   ui.circuit_json, api_name="circuit", concurrency_limit=2, concurrency_id="circuit")
+                                   ui.circuit_json, api_name="circuit", **queue(ui, "circuits"))
 
 
 def wire_links(ui):

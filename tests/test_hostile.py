@@ -89,8 +89,8 @@ def test_the_trusted_proxy_setting():
     assert proxy.trusted_hops({"SPACE_ID": "me/toyviz", "TOYVIZ_TRUSTED_PROXIES": "0"}) == 0
     with pytest.raises(ValueError):
         proxy.trusted_hops({"TOYVIZ_TRUSTED_PROXIES": "-1"})
-    headers = {b"x-forwarded-for": b"6.6.6.6, 10.0.0.7, 10.0.0.8"}     # the visitor wrote 6.6.6.6
-    assert proxy.client_address(headers, "10.0.0.9", 0) == "10.0.0.9"
-    assert proxy.client_address(headers, "10.0.0.9", 1) == "10.0.0.8"
-    assert proxy.client_address(headers, "10.0.0.9", 2) == "10.0.0.7"
-    assert proxy.client_address({}, "10.0.0.9", 1) == "10.0.0.9"
+    forwarded = "6.6.6.6, 10.0.0.7, 10.0.0.8"          # the visitor wrote 6.6.6.6, two proxies appended theirs
+    assert proxy.client_address(forwarded, "10.0.0.9", 0) == "10.0.0.9"
+    assert proxy.client_address(forwarded, "10.0.0.9", 1) == "10.0.0.8"
+    assert proxy.client_address(forwarded, "10.0.0.9", 2) == "10.0.0.7"
+    assert proxy.client_address(None, "10.0.0.9", 1) == "10.0.0.9"

@@ -37,11 +37,12 @@ def test_the_oldest_values_leave_when_the_bytes_pass_the_budget():
     assert list(cache.items) == [3, 5]
 
 
-def test_a_value_over_the_whole_budget_is_still_kept_alone():
+def test_a_value_over_the_whole_budget_is_returned_and_not_kept():
     cache = LRU(size=100, budget=1000)
-    cache.get("small", lambda: torch.zeros(10))
+    small = cache.get("small", lambda: torch.zeros(10))
     big = cache.get("big", lambda: torch.zeros(1000))
-    assert list(cache.items) == ["big"] and cache.peek("big") is big
+    assert big.numel() == 1000 and list(cache.items) == ["small"] and cache.peek("small") is small
+    assert cache.bytes() <= cache.budget
 
 
 def test_the_count_bound_still_holds_without_a_budget():

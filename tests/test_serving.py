@@ -18,7 +18,7 @@ import httpx
 import pytest
 import torch
 
-from toyviz.errors import UserError
+from toyviz.errors import Unavailable
 from benchmarks import students
 from toyviz.serving import batching, files, limits
 
@@ -60,9 +60,9 @@ def test_expired_exports_are_removed(tmp_path):
     assert not old.exists() and not old.parent.exists() and new.read_text() == PAGE
 
 
-def test_an_unwritable_folder_is_a_message(tmp_path):
+def test_an_unwritable_folder_is_the_servers_fault_said_to_the_visitor(tmp_path):
     (tmp_path / "file").write_text("not a folder")
-    with pytest.raises(UserError, match="export is unavailable"):
+    with pytest.raises(Unavailable, match="Export is unavailable"):
         files.Exports(tmp_path / "file" / "exports").write("toyviz-tokens.html", PAGE)
 
 
@@ -70,7 +70,7 @@ def test_a_full_disk_is_a_message_and_leaves_nothing(tmp_path, monkeypatch):
     def full(self, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr(Path, "write_bytes", full)
-    with pytest.raises(UserError, match="export is unavailable.*No space left on device"):
+    with pytest.raises(Unavailable, match="Export is unavailable.*No space left on device"):
         files.Exports(tmp_path).write("toyviz-tokens.html", PAGE)
     assert list(tmp_path.iterdir()) == []
 
@@ -198,7 +198,7 @@ def test_exports_are_bounded_and_the_looping_client_alone_is_refused(tiny_app, m
 def test_export_on_a_full_disk_says_so_and_every_tab_still_works(tiny_app, monkeypatch):
     (tiny_app.root / "full").write_text("a file where the exports folder should be")
     monkeypatch.setattr(export_view, "EXPORTS", files.Exports(tiny_app.root / "full" / "exports"))
-    with pytest.raises(AppError, match="export is unavailable"):
+    with pytest.raises(AppError, match="Export is unavailable.*the server's doing, not yours"):
         export(client(tiny_app), "Export on a full disk")
     tiny_app.still_answers()
     note, spanish, *_ = tiny_app.call("The earth was formless.", 1, "cross", "average", "average", False,

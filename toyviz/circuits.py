@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from toyviz.errors import run_command
+
 
 def main(argv=None) -> dict:
     import toyviz
@@ -45,4 +47,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

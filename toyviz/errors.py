@@ -20,6 +20,12 @@ class UserError(ValueError):
     Python caller: code that catches ValueError around toyviz's calls (or caught PromptError) still does."""
 
 
+class Unavailable(Exception):
+    """A fault whose cause the visitor may be told: a part this server was not given (no transcoders, no
+    feature dictionary) or cannot do now (a full disk). Logged with its traceback like any fault, for whoever
+    runs the server; the visitor reads the message and that it is the server's doing, never theirs."""
+
+
 class LoggedFault(Exception):
     """A fault already logged where it happened (a worker process: toyviz.serving.workers); its message, with
     the log's id, is the one the user is told."""
@@ -33,4 +39,19 @@ def fault(where: str, err: BaseException) -> str:
     (which may say something about the server, and never says what to change)."""
     ident = secrets.token_hex(3)
     log.error("fault %s in %s: %s: %s", ident, where, type(err).__name__, err, exc_info=err)
+    if isinstance(err, Unavailable):
+        return f"{err} This is the server's doing, not yours (logged as {ident})."
     return f"Something went wrong on our side (id {ident}). It is logged: try again, and quote the id if it recurs."
+
+
+def run_command(main) -> None:
+    """A command's `main()` run as `python -m toyviz.…` runs it: a UserError (a prompt it cannot use, a file
+    that is not a checkpoint) is one line on stderr and exit status 2, as argparse says a usage mistake, not a
+    traceback; a fault keeps its traceback. main's integer result is the exit status (anything else: 0)."""
+    import sys
+    try:
+        status = main()
+    except UserError as err:
+        print(f"{sys.argv[0].rpartition('/')[2] or 'toyviz'}: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    raise SystemExit(status if isinstance(status, int) else 0)

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from toyviz.api import GPT, Translator
-from toyviz.errors import UserError
+from toyviz.errors import Unavailable, UserError
 from toyviz.interpret.dictionary import load_features
 from toyviz.models.checkpoint import CheckpointError
 from toyviz.app.loaded import Models, clean_prompt
@@ -122,12 +122,13 @@ class Caches(Models):
 
     # ---- sparse-autoencoder features ----
     def features(self):
-        """The GPT's feature dictionary (loaded once); a UserError that says how to train one when there is none."""
+        """The GPT's feature dictionary (loaded once); Unavailable, saying how to train one, when there is none
+        (this server was not given one: not the visitor's doing)."""
         gpt = self.need_gpt()
         try:
             return self.dictionaries.get(id(gpt), lambda: load_features(gpt))
         except CheckpointError as err:
-            raise UserError(str(err)) from None
+            raise Unavailable(str(err)) from err
 
     def prompt_features(self, prompt):
         """(every feature's activation at every token of the prompt, note), cached per prompt."""
@@ -137,7 +138,7 @@ class Caches(Models):
 
     # ---- attribution graphs (toyviz.interpret.circuits) ----
     def transcoders(self):
-        """(the GPT's transcoders, each layer's dashboards), loaded once; a UserError when there are none."""
+        """(the GPT's transcoders, each layer's dashboards), loaded once; Unavailable when there are none."""
         from toyviz.interpret.circuits import load_transcoders
         from toyviz.interpret.dashboards import Dashboards
         from toyviz.interpret.transcoders import DASHBOARDS, FOLDER
@@ -147,20 +148,20 @@ class Caches(Models):
             try:
                 transcoders = load_transcoders(gpt)
             except FileNotFoundError as err:
-                raise UserError(str(err)) from None
+                raise Unavailable(f"The Circuits tab is unavailable: {err}.") from err
             folder = Path(gpt.source) / FOLDER / DASHBOARDS
             return transcoders, [Dashboards.load(folder / f"layer{layer}") if (folder / f"layer{layer}").is_dir()
                                  else None for layer in range(len(transcoders))]
         return self.transcoder_sets.get(id(gpt), load)
 
-    def circuit(self, prompt, target: str = ""):
-        """(the attribution graph of `target` after the prompt (blank: the top prediction), note), cached."""
+    def circuit(self, prompt, target: int | None = None):
+        """(the attribution graph of the token `target` (an id; None: the top prediction) after the prompt, note),
+        cached."""
         from toyviz.interpret.circuits import trace
         gpt = self.need_gpt()
         text, note = clean_prompt(prompt)
         transcoders, dashboards = self.transcoders()
         labels = [d.labels for d in dashboards] if all(dashboards) else None
-        target = str(target or "") or None
         with self.circuit_lock:
             return self.circuits.get((id(gpt), text, target),
                                      lambda: trace(gpt, transcoders, text, target, labels=labels)), note

@@ -24,6 +24,8 @@ class Tab:
     controls: tuple[str, ...] = ()      # its own inputs whose change redraws it
     api: str = ""                       # its HTTP endpoint's name (default: the tab's)
     kept: bool = True                   # its answer depends on its inputs alone, so is kept (toyviz.app.drawn)
+    allowance: str = "view"             # what each of its redraws counts against (toyviz.serving.limits.ALLOWANCES)
+    queue: str = ""                     # the queue its events share with the actions of that name (app.py), if any
 
 
 TABS = {
@@ -39,22 +41,25 @@ TABS = {
     "residual": Tab(residual.residual_view, ("prompt", "res_position", "projector", "model"), ("note", "residual_out"),
                     ("res_position",)),
     # these two may answer "still loading" while the n-gram index or the features load: never kept
-    "why": Tab(why.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False),
+    "why": Tab(why.why_view, ("prompt", "why_token", "projector"), ("note", "why_out"), ("why_token",), kept=False,
+               allowance="why"),
     "features": Tab(features.features_view, ("prompt", "feature", "feature_search", "projector"),
                     ("note", "features_out"), ("feature", "feature_search"), kept=False),
     "sample": Tab(sampling.next_token_view, ("prompt", "temperature", "top_k", "top_p", "projector"), ("note", "bars"),
                   ("temperature", "top_k", "top_p"), "next_token"),
     "translate": Tab(translation.translate_view,
                      ("source", "beam", "attention_kind", "tr_layer", "tr_head", "projector"),
-                     ("note", "spanish", "translate_out"), ("attention_kind", "tr_layer", "tr_head")),
+                     ("note", "spanish", "translate_out"), ("attention_kind", "tr_layer", "tr_head"),
+                     allowance="translate"),
     "experiments": Tab(experiments.experiments_view, ("prompt", "exp_variants", "exp_x", "projector"),
                        ("experiments_out",), ("exp_variants", "exp_x")),
     "model": Tab(model.model_view, ("prompt", "snapshot", "x_axis", "projector"), ("model_out",),
                  ("snapshot", "x_axis")),
     # last: the page's every-input endpoints (/export) take its two boxes after the older tabs' inputs. Its target
-    # and supernodes redraw on Enter (app.py), not on each keystroke: a new target is a new graph (seconds)
+    # and supernodes redraw on Enter (app.py), not on each keystroke: a new target is a new graph (seconds), computed
+    # in the circuits' own queue (a few at once, whichever event asks: their memory is bounded by how many)
     "circuits": Tab(circuits.circuits_view, ("prompt", "circuit_target", "supernodes", "projector"),
-                    ("note", "circuits_out")),
+                    ("note", "circuits_out"), allowance="circuit", queue="circuit"),
 }
 
 

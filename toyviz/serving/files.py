@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from toyviz.errors import UserError
+from toyviz.errors import Unavailable
 
 MB = 2 ** 20
 BUDGET = 64 * MB          # ~13 exports
@@ -37,8 +37,8 @@ class Exports:
         self.folder, self.budget, self.keep_s, self.lock = Path(folder), budget, keep_s, threading.Lock()
 
     def write(self, name: str, text: str) -> str:
-        """text saved as `name` → its path. A disk that is full or not writable is the visitor's message
-        (a UserError: the page shows it where the file would be; every other tab goes on working)."""
+        """text saved as `name` → its path. A disk that is full or not writable is the server's fault, said to
+        the visitor (Unavailable: the page shows it where the file would be; every other tab goes on working)."""
         data = text.encode("utf-8")
         with self.lock:
             self.prune(room=len(data))
@@ -48,8 +48,8 @@ class Exports:
                 path.write_bytes(data)
             except OSError as err:
                 shutil.rmtree(path.parent, ignore_errors=True)
-                raise UserError(f"export is unavailable: the server could not write the file ({err.strerror or err}); "
-                                "every other tab still works") from None
+                raise Unavailable(f"Export is unavailable: the server could not write the file "
+                                  f"({err.strerror or err}); every other tab still works.") from err
         return str(path)
 
     def prune(self, room: int = 0) -> None:

@@ -2,36 +2,50 @@
 
 Gradio's queue bounds how many requests run at once (app.py's concurrency limits and pools), not who
 sends them: a script calling /export or /translate (beam 8) back to back gets a worker every time one
-frees up. Here each visitor (a page's session; each API client has its own) may start at most so much
-of an action in any minute; past it, the request is refused at once with a message saying how long to
-wait, and the next visitor's request is served. The allowances sit well above what a student does (the
-load benchmark's students act every 1-4 s: 15 % translations, 25 % 64-token generations), so a class
-never meets them; tests/test_serving.py checks both.
+frees up. Here each person may start at most so much of an action in any minute; past it, the request is
+refused at once with a message saying how long to wait, and the next visitor's request is served. Every
+action that computes has an allowance (`limited` refuses a name without one), the page's own events as
+well as the HTTP endpoints: a script can send the page's events too.
+
+A person is an address and a session together. The session alone will not do: an API caller chooses its
+own `session_hash`, a fresh one per call if it likes. So an address (the client's, as the trusted proxies
+report it: toyviz.serving.proxy) also has an allowance of its own, PEOPLE_PER_ADDRESS people's worth: a
+client inventing sessions gets that much and no more, while a family or a small class behind one router
+still each get their own. A school whose whole class reaches a public Space through one address raises
+it (`TOYVIZ_PEOPLE_PER_ADDRESS`). The allowances sit well above what a student does (the load
+benchmark's students act every 1-4 s: 15 % translations, 25 % 64-token generations), so a class never
+meets them; tests/test_serving.py checks both, tests/test_hostile.py a client changing its session.
 """
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 import time
 from collections import deque
 
 import gradio as gr
 
+from toyviz.serving.proxy import client_address, trusted_hops
+
 WINDOW_S = 60.0
+PEOPLE_PER_ADDRESS = int(os.environ.get("TOYVIZ_PEOPLE_PER_ADDRESS", 8))
 
 
 class Allowance:
     """At most `per_minute` of an action (counted in `unit`, one per request unless `cost` weighs it)
-    per visitor in any WINDOW_S seconds. A single request costing more than the whole allowance is
-    let through when the visitor has used none of it (else it could never run)."""
+    per person in any WINDOW_S seconds, and PEOPLE_PER_ADDRESS times that per address. A single request
+    costing more than the whole allowance is let through when the person has used none of it (else it
+    could never run)."""
 
     def __init__(self, what: str, per_minute: float, unit: str, cost=lambda args: 1.0):
         self.what, self.per_minute, self.unit, self.cost = what, per_minute, unit, cost
-        self.used: dict[object, deque] = {}          # visitor → (time, cost) of their starts in the window
+        self.used: dict[object, deque] = {}          # person or ("address", a) → (time, cost) of starts in the window
         self.lock = threading.Lock()
 
-    def take(self, visitor, cost: float = 1.0, now: float | None = None) -> None:
-        """Count a start of `cost` for visitor, or raise gr.Error saying how long to wait."""
+    def take(self, person, cost: float = 1.0, now: float | None = None, address: str | None = None) -> None:
+        """Count a start of `cost` for person (and their address, if given), or raise gr.Error saying how
+        long to wait."""
         now = time.monotonic() if now is None else now
         with self.lock:
             for who in list(self.used):              # forget the window's past: memory follows the visitors of a minute
@@ -40,14 +54,21 @@ class Allowance:
                     starts.popleft()
                 if not starts:
                     del self.used[who]
-            starts = self.used.setdefault(visitor, deque())
-            spent = sum(c for _, c in starts)
-            if starts and spent + cost > self.per_minute:
-                wait = starts[0][0] + WINDOW_S - now
-                raise gr.Error(f"You have {self.what} {spent:g} {self.unit} in the last minute; each visitor may "
-                               f"use {self.per_minute:g} a minute, so that the class shares the machine. "
-                               f"Try again in {max(1, round(wait))} s.", duration=None, print_exception=False)
-            starts.append((now, cost))
+            accounts = [(person, self.per_minute, "You have")]
+            if address is not None:
+                accounts.append((("address", address), self.per_minute * PEOPLE_PER_ADDRESS,
+                                 f"Visitors from your address ({address}) have"))
+            for who, limit, whose in accounts:
+                starts = self.used.get(who, ())
+                spent = sum(c for _, c in starts)
+                if starts and spent + cost > limit:
+                    wait = starts[0][0] + WINDOW_S - now
+                    raise gr.Error(f"{whose} {self.what} {spent:g} {self.unit} in the last minute; "
+                                   f"{'each visitor' if who is person else 'an address'} may use {limit:g} a "
+                                   f"minute, so that the class shares the machine. Try again in "
+                                   f"{max(1, round(wait))} s.", duration=None, print_exception=False)
+            for who, _, _ in accounts:
+                self.used.setdefault(who, deque()).append((now, cost))
 
 
 def number(value, default: float) -> float:
@@ -57,7 +78,8 @@ def number(value, default: float) -> float:
         return default
 
 
-# by action: app.py's export button, patching button, generation, and the /why and /translate endpoints
+# by action: app.py's export button, patching button, generation, the tabs' redraws (by toyviz.app.tabs' Tab.allowance:
+# every tab's page events and endpoint), the graphs of the Circuits tab and their interventions
 ALLOWANCES = {
     "export": Allowance("exported", 6, "views"),
     "patching": Allowance("patched", 12, "pairs"),
@@ -67,32 +89,45 @@ ALLOWANCES = {
                            cost=lambda args: number(args[1] if len(args) > 1 else 4, 4) / 4),
     # the inputs' fifth is max_new; a class's students generate up to ~5 × 64 tokens a minute
     "generate": Allowance("generated", 1024, "tokens", cost=lambda args: number(args[4] if len(args) > 4 else 0, 80)),
+    # a tab drawn: tens of ms, ~0.5 s for 256 tokens (docs/deploying.md); a student dragging sliders draws a few a second
+    "view": Allowance("drawn", 240, "views"),
+    # an attribution graph: up to ~6 s of a core and ~0.5 GB at its caps (toyviz.interpret.circuits); redrawing
+    # one already computed (a new supernode grouping, the projector) counts as well
+    "circuit": Allowance("traced", 12, "attribution graphs"),
+    "circuit_intervene": Allowance("ran", 30, "interventions"),
+    "kv_cache": Allowance("compared", 20, "KV-cache timings"),
 }
 
 
-def visitor(request: gr.Request | None):
-    """A page's session, an API client's own; without one, its address (all such callers of one address share)."""
-    return getattr(request, "session_hash", None) or getattr(getattr(request, "client", None), "host", None) or "?"
+def visitor(request: gr.Request | None) -> tuple[tuple[str, str], str]:
+    """(the person: address and session, the address): the address as the trusted proxies report it, the
+    session the page's (an API client's own, or none)."""
+    headers = getattr(request, "headers", None) or {}
+    peer = getattr(getattr(request, "client", None), "host", None)
+    address = client_address(headers.get("x-forwarded-for"), peer, trusted_hops())
+    return (address, getattr(request, "session_hash", None) or ""), address
 
 
 def limited(fn, action: str, allowances: dict = ALLOWANCES):
-    """fn, refused (gr.Error) once its visitor has used up the action's allowance. Gradio fills `request`;
-    fn gets it too where it asks for one (toyviz.app.widgets.one_per_visitor). A generator stays one; an
-    action without an allowance is fn as it is."""
-    allowance = allowances.get(action)
-    if allowance is None:
-        return fn
+    """fn, refused (gr.Error) once its person or address has used up the action's allowance. Gradio fills
+    `request`; fn gets it too where it asks for one (toyviz.app.widgets.one_per_visitor). A generator stays
+    one. Every action has an allowance: a name without one is a mistake in the wiring (KeyError)."""
+    allowance = allowances[action]
     passes_request = "request" in inspect.signature(fn).parameters
     call_fn = (lambda request, args: fn(request, *args)) if passes_request else (lambda request, args: fn(*args))
 
+    def take(request, args):
+        person, address = visitor(request)
+        allowance.take(person, allowance.cost(args), address=address)
+
     if inspect.isgeneratorfunction(fn):
         def stream(request: gr.Request, *args):
-            allowance.take(visitor(request), allowance.cost(args))
+            take(request, args)
             yield from call_fn(request, args)
         wrapper = stream
     else:
         def wrapper(request: gr.Request, *args):
-            allowance.take(visitor(request), allowance.cost(args))
+            take(request, args)
             return call_fn(request, args)
     wrapper.__name__ = getattr(getattr(fn, "func", fn), "__name__", action)
     return wrapper

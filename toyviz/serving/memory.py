@@ -40,8 +40,9 @@ def nbytes(value, depth: int = 4) -> int:
 
 class LRU:
     """A thread-safe least-recently-used cache (the app serves several users at once) holding at most
-    `size` values and, with `budget`, at most that many bytes of them (the newest value is always
-    kept, even alone over budget)."""
+    `size` values and, with `budget`, at most that many bytes of them. A value heavier than the whole budget
+    is returned and not kept: kept, it would hold more memory than the cache was given, for as long as
+    nobody asked for anything else."""
 
     def __init__(self, size: int, budget: int | None = None, weigh=None):
         self.size, self.budget, self.weigh = size, budget, weigh or nbytes
@@ -59,6 +60,8 @@ class LRU:
                 return self.items[key]
         value = make()                                     # computed outside the lock
         weight = self.weigh(value) if self.budget is not None else 0
+        if self.budget is not None and weight > self.budget:
+            return value
         with self.lock:
             self.items[key], self.weights[key] = value, weight
             self.items.move_to_end(key)

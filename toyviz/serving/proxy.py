@@ -34,12 +34,12 @@ def entries(value: bytes | str | None) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def client_address(headers: dict, peer: str | None, hops: int) -> str:
+def client_address(forwarded_for: bytes | str | None, peer: str | None, hops: int) -> str:
     """The visitor's address: the peer's, or behind `hops` trusted proxies the entry the outermost of them
     appended to X-Forwarded-For (each proxy appends the address it was connected from; what the visitor wrote
     comes before all of them and is ignored)."""
     if hops > 0:
-        forwarded = entries(headers.get(b"x-forwarded-for"))
+        forwarded = entries(forwarded_for)
         if len(forwarded) >= hops:
             return forwarded[-hops]
     return peer or "?"

@@ -37,6 +37,7 @@ from toyviz.interpret.dashboards import Dashboards, build, logit_effects
 from toyviz.interpret.dictionary import FOLDER
 from toyviz.interpret.sae import SAEConfig, SparseAutoencoder
 from toyviz.training.batches import gpt_batch
+from toyviz.errors import run_command
 
 MAX_FILE_BYTES = 10 * 2 ** 20      # the repository keeps every file under 10 MiB
 LR_DECAY = 0.2                     # the learning rate falls linearly to 0 over this last share of training
@@ -252,4 +253,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

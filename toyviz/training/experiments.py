@@ -36,6 +36,7 @@ from toyviz.training.card import device_name
 from toyviz.training.distributed import Distributed
 from toyviz.training.loop import Evaluation, Schedule, train_loop
 from toyviz.training.variants import BASELINE, POSITIONAL, VARIANTS, variant_config
+from toyviz.errors import run_command
 
 HONEST_WINDOWS = 16                                           # windows scored one prefix at a time
 DEFAULT_STEPS = 1400                                           # 8 × 1400 × 0.26 s ≈ 49 min on 2 cores
@@ -168,4 +169,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

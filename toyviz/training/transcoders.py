@@ -36,6 +36,7 @@ from toyviz.interpret.transcoders import (DASHBOARDS, FOLDER, Transcoder, Transc
                                           splicing)
 from toyviz.training.batches import gpt_batch
 from toyviz.training.dictionary import DEAD_AFTER, LR_DECAY, MAX_FILE_BYTES, held_out_windows
+from toyviz.errors import run_command
 
 
 @torch.no_grad()
@@ -309,4 +310,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -1,3 +1,4 @@
+from toyviz.errors import run_command
 from toyviz.web.export import main
 
-main()
+run_command(main)

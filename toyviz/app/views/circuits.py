@@ -11,6 +11,7 @@ import re
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.figures import visible
+from toyviz.app.views.typed import typed_token
 from toyviz.errors import UserError
 from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.dictionary import dashboard
@@ -46,9 +47,17 @@ def parse_supernodes(text) -> dict[str, list[str]]:
     return groups
 
 
+def circuit_of(explorer: Explorer, prompt, target=""):
+    """(the Circuit of the target as typed (toyviz.app.views.typed; blank: the top prediction), note): computed
+    once per (prompt, target); the note says what the box's text was read as and what the caps left out."""
+    token, read_as = typed_token(explorer.need_gpt().tokenizer, target)
+    circuit, note = explorer.circuit(prompt, token)
+    return circuit, note + read_as + circuit.limits_note()
+
+
 def view_of(explorer: Explorer, prompt, target=""):
     """(the graph as the tab draws it, the Circuit, note): the graph computed once per (prompt, target)."""
-    circuit, note = explorer.circuit(prompt, target)
+    circuit, note = circuit_of(explorer, prompt, target)
     _, boards = explorer.transcoders()
     piece = explorer.need_gpt().tokenizer.piece
     return circuit_figs.circuit_view(circuit, lambda l, f: boards[l] and dashboard(boards[l], f, piece)), circuit, note
@@ -96,7 +105,7 @@ def feature_node(circuit, node) -> int:
 
 def intervention_view(explorer: Explorer, prompt, target="", node="", scale=0.0, projector=False):
     """A feature scaled (0: ablated) in the real GPT, its target's probability beside the graph's prediction."""
-    circuit, _ = explorer.circuit(prompt, target)
+    circuit, _ = circuit_of(explorer, prompt, target)
     transcoders, _ = explorer.transcoders()
     scale = clamp(scale, *SCALES, float, "scale")
     index = feature_node(circuit, node)
@@ -107,5 +116,5 @@ def intervention_view(explorer: Explorer, prompt, target="", node="", scale=0.0,
 
 def circuit_json(explorer: Explorer, prompt, target="") -> dict:
     """The graph as `python -m toyviz.circuits` writes it (Neuronpedia's graph-viewer schema)."""
-    circuit, _ = explorer.circuit(prompt, target)
+    circuit, _ = circuit_of(explorer, prompt, target)
     return circuit.to_json()

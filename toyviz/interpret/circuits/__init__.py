@@ -25,6 +25,14 @@ from toyviz.interpret.dashboards import Dashboards
 from toyviz.interpret.transcoders import DASHBOARDS, FOLDER, TranscoderSet
 
 BATCH = 512                   # target rows per backward pass (per row 7.0 ms at 256, 4.9 ms at 1,024 on a busy CPU)
+# A graph's cost grows with the prompt twice over: its nodes (~120 active features a token) and each backward pass's
+# length. Uncapped, 96 tokens took 22 s and 2.3 GB, 250 tokens ran a worker out of memory (issue 51). So a graph
+# covers the prompt's last MAX_TOKENS tokens, keeps at most MAX_FEATURE_NODES features as nodes (circuit-tracer's
+# `max_feature_nodes`; the rest join the error nodes, so it stays exact), and batches fewer rows the longer the
+# prompt, ROW_POSITIONS rows × positions a pass: docs/deploying.md has what the worst case costs
+MAX_TOKENS = 64
+MAX_FEATURE_NODES = 4096
+ROW_POSITIONS = 8192
 
 
 @dataclass
@@ -40,6 +48,17 @@ class Circuit:
     settings: dict
     seconds: float            # time to compute it
     labels: list[list[str]] | None = None   # each layer's feature labels (their dashboards'), if known
+    cut: int = 0              # tokens of the prompt left out before the graph's (MAX_TOKENS)
+    folded: int = 0           # active features folded into the error nodes (MAX_FEATURE_NODES)
+
+    def limits_note(self) -> str:
+        """What the caps changed, in words ("" when nothing)."""
+        note = (f"The graph covers the prompt's last {MAX_TOKENS} tokens (a graph grows with the square of the "
+                f"prompt); the {self.cut} before them are left out. " if self.cut else "")
+        if self.folded:
+            note += (f"{self.folded:,} weaker active features are folded into the error nodes: a graph keeps the "
+                     f"{MAX_FEATURE_NODES:,} that write the most. ")
+        return note
 
     def to_json(self, slug: str | None = None) -> dict:
         slug = slug or re.sub(r"[^a-z0-9]+", "-", f"{self.prompt} {self.target_piece}".lower()).strip("-")[:60]
@@ -63,10 +82,14 @@ def load_labels(transcoders_folder: str | Path) -> list[list[str]] | None:
     return [Dashboards.load(folder).labels for folder in layers] or None
 
 
-def target_id(gpt, target: str | None, logits: torch.Tensor) -> int:
-    """The target token: the text given (it must be one token), else the GPT's most likely next token."""
+def target_id(gpt, target: str | int | None, logits: torch.Tensor) -> int:
+    """The target token: the id or the text given (it must be one token), else the GPT's most likely next token."""
     if target is None:
         return int(logits.argmax())
+    if isinstance(target, int):
+        if not 0 <= target < len(logits):
+            raise UserError(f"the target token id must be between 0 and {len(logits) - 1}, not {target}")
+        return target
     ids = gpt.tokenizer.encode(target)
     if len(ids) != 1:
         pieces = " | ".join(gpt.tokenizer.pieces(ids))
@@ -74,22 +97,29 @@ def target_id(gpt, target: str | None, logits: torch.Tensor) -> int:
     return ids[0]
 
 
-def trace(gpt, transcoders: TranscoderSet, prompt: str, target: str | None = None, *,
-          node_threshold: float = NODE_THRESHOLD, edge_threshold: float = EDGE_THRESHOLD, batch: int = BATCH,
+def trace(gpt, transcoders: TranscoderSet, prompt: str, target: str | int | None = None, *,
+          node_threshold: float = NODE_THRESHOLD, edge_threshold: float = EDGE_THRESHOLD,
+          max_tokens: int = MAX_TOKENS, max_features: int = MAX_FEATURE_NODES,
           labels: list[list[str]] | None = None) -> Circuit:
-    """The attribution graph of `target` (a one-token string; default: the GPT's top prediction) after
-    `prompt`, pruned by influence; `labels` (load_labels) name its features in the JSON."""
+    """The attribution graph of `target` (a token id or one-token string; default: the GPT's top prediction) after the
+    last `max_tokens` tokens of `prompt`, with at most `max_features` feature nodes, pruned by influence;
+    `labels` (load_labels) name its features in the JSON."""
     start = time.time()
-    ids, dropped = gpt.encode(prompt)
-    if dropped:
-        raise UserError(f"the prompt is {dropped} tokens longer than the GPT's context of {gpt.config.context}")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise UserError("the prompt is empty: type a few words first")
+    text_ids = gpt.tokenizer.encode(prompt)
+    kept = text_ids[max(0, len(text_ids) - (max_tokens - 1)):]           # BOS and the last tokens: the prediction's
+    ids = [gpt.bos] + kept
     with torch.no_grad():
         logits = gpt.model(torch.tensor([ids], device=gpt.device))[0][0, -1]
     token = target_id(gpt, target, logits)
-    graph = attribute(gpt.model, transcoders, ids, token, batch)
+    batch = max(1, ROW_POSITIONS // len(ids))
+    graph = attribute(gpt.model, transcoders, ids, token, batch, max_features)
     pruned = prune(graph, node_threshold, edge_threshold)
     replacement, completeness = scores(graph)
     settings = {"node_threshold": node_threshold, "edge_threshold": edge_threshold, "batch_size": batch,
+                "max_feature_nodes": max_features, "max_tokens": max_tokens,
                 "target": "logit − mean logit, frozen attention and layer norms"}
-    return Circuit(graph, pruned, replacement, completeness, prompt, gpt.tokenizer.pieces(ids),
-                   gpt.tokenizer.piece(token), float(logits.softmax(-1)[token]), settings, time.time() - start, labels)
+    return Circuit(graph, pruned, replacement, completeness, gpt.tokenizer.decode(kept), gpt.tokenizer.pieces(ids),
+                   gpt.tokenizer.piece(token), float(logits.softmax(-1)[token]), settings, time.time() - start, labels,
+                   len(text_ids) - len(kept), graph.prompt.folded)

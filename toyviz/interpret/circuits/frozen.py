@@ -66,6 +66,7 @@ class Prompt:
     slots: torch.Tensor                   # (L, T, k) which feature each kept slot is
     leaves: Leaves                        # the sources at their recorded values
     logits: torch.Tensor                  # (T, V) the real GPT's logits
+    folded: int = 0                       # active features folded into the errors (record's max_features)
 
     def prefix(self, length: int) -> "Prompt":
         """The same prompt cut to its first `length` positions: what the model computes there does not
@@ -74,7 +75,7 @@ class Prompt:
         return Prompt(self.ids[:length], self.target, {k: cut(v) for k, v in self.patterns.items()},
                       {k: v[:, :length] for k, v in self.scales.items()}, self.slots[:, :length],
                       Leaves(self.leaves.tokens[:length], self.leaves.acts[:, :length], self.leaves.errors[:, :length]),
-                      self.logits[:length])
+                      self.logits[:length], self.folded)
 
     def active(self) -> tuple[torch.Tensor, ...]:
         """The feature nodes, in node order (layer, then position, then slot): their layer, position,
@@ -91,8 +92,10 @@ def norms(model) -> dict[str, torch.nn.LayerNorm]:
 
 
 @torch.no_grad()
-def record(model, transcoders: TranscoderSet, ids: list[int], target: int) -> Prompt:
-    """One recorded pass of the real GPT over ids → the frozen model's constants and its leaves."""
+def record(model, transcoders: TranscoderSet, ids: list[int], target: int, max_features: int | None = None) -> Prompt:
+    """One recorded pass of the real GPT over ids → the frozen model's constants and its leaves. With
+    `max_features`, only that many features stay nodes (those writing the most: `strongest`); what the others
+    wrote joins the errors, so the frozen model still reproduces the GPT exactly."""
     if len(transcoders) != model.config.n_layer:
         raise ValueError("the frozen model needs a transcoder for every layer")
     rec = Record()
@@ -102,16 +105,29 @@ def record(model, transcoders: TranscoderSet, ids: list[int], target: int) -> Pr
                 for i in range(model.config.n_layer)}
     scales = {name: (seen[names.norm_input(name)].var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
               for name, norm in norms(model).items()}
-    acts, slots, errors = [], [], []
-    for t in transcoders:
-        x = seen[mlp_input(t.transcoder_config.layer)][0]                     # (T, d)
-        values, indices = t.encode(x)                                          # (T, k) each
-        values[0] = 0                                                          # BOS has no features
-        acts.append(values)
-        slots.append(indices)
-        errors.append(seen[mlp_output(t.transcoder_config.layer)][0] - t.decode(values, indices))
-    leaves = Leaves(seen[names.TOKENS][0], torch.stack(acts), torch.stack(errors))
-    return Prompt(list(ids), target, patterns, scales, torch.stack(slots), leaves, logits)
+    encoded = [t.encode(seen[mlp_input(t.transcoder_config.layer)][0]) for t in transcoders]   # (T, k) each
+    acts, slots = torch.stack([values for values, _ in encoded]), torch.stack([slots for _, slots in encoded])
+    acts[:, 0] = 0                                                             # BOS has no features
+    active = int((acts > 0).sum())
+    if max_features is not None:
+        acts = strongest(transcoders, acts, slots, max_features)
+    errors = torch.stack([seen[mlp_output(t.transcoder_config.layer)][0] - t.decode(acts[i], slots[i])
+                          for i, t in enumerate(transcoders)])
+    leaves = Leaves(seen[names.TOKENS][0], acts, errors)
+    return Prompt(list(ids), target, patterns, scales, slots, leaves, logits, active - int((acts > 0).sum()))
+
+
+def strongest(transcoders: TranscoderSet, acts: torch.Tensor, slots: torch.Tensor, keep: int) -> torch.Tensor:
+    """acts (L, T, k) with all but the `keep` active features writing the most (activation × the norm of
+    the decoder row) set to 0. circuit-tracer caps its feature nodes too (`max_feature_nodes`), ranking them
+    by influence, which needs the graph first; a feature's write is what it adds to the stream, known now."""
+    if int((acts > 0).sum()) <= keep:
+        return acts
+    row_norms = torch.stack([t.W_dec.norm(dim=-1) for t in transcoders])          # (L, F)
+    size = acts * row_norms[torch.arange(len(acts))[:, None, None], slots]       # (L, T, k)
+    kept = torch.zeros(size.numel(), dtype=torch.bool, device=acts.device)
+    kept[size.flatten().topk(keep).indices] = True
+    return torch.where(kept.view_as(acts), acts, torch.zeros_like(acts))
 
 
 def writes(transcoders: TranscoderSet, prompt: Prompt, leaves: Leaves) -> torch.Tensor:

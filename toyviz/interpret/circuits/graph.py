@@ -68,9 +68,11 @@ class Graph:
         return torch.repeat_interleave(torch.arange(4), torch.tensor(counts))
 
 
-def attribute(model, transcoders: TranscoderSet, ids: list[int], target: int, batch: int = 256) -> Graph:
-    """The full (unpruned) graph of the GPT predicting `target` after `ids`."""
-    prompt = frozen.record(model, transcoders, ids, target)
+def attribute(model, transcoders: TranscoderSet, ids: list[int], target: int, batch: int = 256,
+              max_features: int | None = None) -> Graph:
+    """The full (unpruned) graph of the GPT predicting `target` after `ids`, with at most `max_features` feature
+    nodes (the rest folded into the errors: frozen.strongest)."""
+    prompt = frozen.record(model, transcoders, ids, target, max_features)
     leaves = prompt.leaves
     layer, position, slot = prompt.active()
     feature = prompt.slots[layer, position, slot]
