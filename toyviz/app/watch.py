@@ -24,6 +24,7 @@ import gradio as gr
 
 from toyviz.app.figures import live as figures
 from toyviz.app.widgets import friendly, plot
+from toyviz.serving.limits import visitor
 from toyviz.training import live
 
 EXPLAIN = """**Watch it learn.** Press *Start* and a tiny transformer trains on this server, in front of you:
@@ -80,11 +81,11 @@ def shared_runs() -> live.LiveRuns:
 
 
 def who(request: gr.Request | None, lecture: dict | None, presenter=None) -> live.Who:
-    """The page asking: its Gradio session together with the address it comes from (a session id is the client's
-    own choice, so the same id from another address is another page), and the lecture it presents when its state
-    (ui.lecture, server-side: toyviz.app.lecture fills it) holds a secret `presenter`'s lectures know."""
-    session = getattr(request, "session_hash", None) or ""
-    address = getattr(getattr(request, "client", None), "host", None) or ""
+    """The page asking: its Gradio session together with the address it comes from, as the trusted proxies
+    report it (toyviz.serving.limits.visitor: a session id is the client's own choice, so the same id from another
+    address is another page), and the lecture it presents when its state (ui.lecture, server-side:
+    toyviz.app.lecture fills it) holds a secret `presenter`'s lectures know."""
+    (address, session), _ = visitor(request)
     secret = (lecture or {}).get("secret")
     presented = presenter.lectures.presenting(secret) if secret and presenter is not None else None
     return live.Who(page=f"{session}@{address}" if session else "", lecture=presented.code if presented else "")
