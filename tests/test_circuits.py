@@ -225,3 +225,38 @@ def test_feature_labels_name_the_features_in_the_json(tiny_gpt):
     features = [node for node in graph["nodes"] if node["feature_type"] == "cross layer transcoder"]
     assert features and all(node["clerp"] == "layer {} feature {}".format(*map(int, node["node_id"].split("_")[:2]))
                             for node in features)
+
+
+def test_a_capped_graph_folds_the_weaker_features_into_the_errors_and_stays_exact(case):
+    """At most `max_features` feature nodes (issue 51: a long prompt's graph took a worker's memory): the ones
+    writing the most stay, what the others wrote joins the errors, so the frozen model still is the GPT, and
+    every edge still adds up to its target."""
+    model, transcoders, ids, target = case
+    whole = frozen.record(model, transcoders, ids, target)
+    active = int((whole.leaves.acts > 0).sum())
+    capped = frozen.record(model, transcoders, ids, target, max_features=active // 3)
+    assert int((capped.leaves.acts > 0).sum()) == active // 3 and capped.folded == active - active // 3
+    values = frozen.run(model, transcoders, capped, capped.leaves)
+    torch.testing.assert_close(values.logits, capped.logits, rtol=1e-10, atol=1e-10)
+    sizes = lambda acts: acts * torch.stack([t.W_dec.norm(dim=-1) for t in transcoders])[
+        torch.arange(len(acts))[:, None, None], whole.slots]
+    kept = capped.leaves.acts > 0
+    assert float(sizes(whole.leaves.acts)[kept].min()) >= float(sizes(whole.leaves.acts)[~kept & (whole.leaves.acts > 0)].max())
+    graph = attribute(model, transcoders, ids, target, batch=7, max_features=active // 3)
+    kinds = graph.kinds()
+    targets = (kinds == 0) | (kinds == 3)
+    rebuilt = graph.adjacency.sum(1) + graph.bias
+    torch.testing.assert_close(rebuilt[targets], graph.values[targets], rtol=1e-9, atol=1e-9)
+
+
+def test_a_long_prompt_is_traced_over_its_last_tokens_with_a_note(tiny_gpt):
+    transcoders = random_transcoders(tiny_gpt.config)
+    long = " ".join(["the king and the queen went to the fair"] * 20)
+    circuit = trace(tiny_gpt, transcoders, long, max_tokens=16, max_features=40)
+    assert circuit.graph.n_positions == 16 and circuit.graph.n_features <= 40
+    assert circuit.cut == len(tiny_gpt.tokenizer.encode(long)) - 15
+    assert long.endswith(circuit.prompt) and circuit.pieces[0] == tiny_gpt.tokenizer.piece(tiny_gpt.bos)
+    assert "last 16 tokens" in circuit.limits_note() and f"the {circuit.cut} before them" in circuit.limits_note()
+    assert circuit.folded == 0 or "folded into the error nodes" in circuit.limits_note()
+    short = trace(tiny_gpt, transcoders, PROMPT)
+    assert short.cut == 0 and short.limits_note() == "" and short.prompt == PROMPT

@@ -94,3 +94,70 @@ def test_the_trusted_proxy_setting():
     assert proxy.client_address(forwarded, "10.0.0.9", 1) == "10.0.0.8"
     assert proxy.client_address(forwarded, "10.0.0.9", 2) == "10.0.0.7"
     assert proxy.client_address(None, "10.0.0.9", 1) == "10.0.0.9"
+
+
+# ---------------------------------------------------------------- allowances --------------------
+
+class Request:
+    """What limits.visitor reads of a Gradio request: the session, the peer, the headers."""
+    def __init__(self, session: str, peer: str = "10.0.0.5", forwarded_for: str | None = None):
+        self.session_hash, self.client = session, type("Client", (), {"host": peer})()
+        self.headers = {"x-forwarded-for": forwarded_for} if forwarded_for else {}
+
+
+def test_a_client_inventing_a_session_each_call_is_held_by_its_address():
+    from toyviz.serving import limits
+    traced = limits.limited(lambda prompt: prompt, "circuit", {"circuit": limits.Allowance("traced", 2, "graphs")})
+    served = 0
+    with pytest.raises(gr.Error, match=r"Visitors from your address \(10.0.0.5\) have traced"):
+        for call in range(100):
+            traced(Request(f"session-{call}"), "a prompt")
+            served += 1
+    assert served == 2 * limits.PEOPLE_PER_ADDRESS
+    assert traced(Request("someone else", peer="10.0.0.6"), "a prompt") == "a prompt"     # another address
+
+
+def test_behind_a_trusted_proxy_a_visitor_is_the_address_it_reports(monkeypatch):
+    from toyviz.serving import limits
+    monkeypatch.setenv("TOYVIZ_TRUSTED_PROXIES", "1")
+    # two visitors behind the one proxy (its address the peer of both), each writing a false address first
+    assert limits.visitor(Request("a", peer="10.9.9.9", forwarded_for="1.1.1.1, 203.0.113.7"))[1] == "203.0.113.7"
+    assert limits.visitor(Request("b", peer="10.9.9.9", forwarded_for="1.1.1.1, 198.51.100.2"))[1] == "198.51.100.2"
+    monkeypatch.setenv("TOYVIZ_TRUSTED_PROXIES", "0")
+    assert limits.visitor(Request("a", peer="10.9.9.9", forwarded_for="203.0.113.7"))[1] == "10.9.9.9"
+
+
+def test_every_action_needs_an_allowance():
+    from toyviz.serving import limits
+    with pytest.raises(KeyError):
+        limits.limited(lambda: None, "an action nobody counted")
+    from toyviz.app.tabs import TABS
+    assert {tab.allowance for tab in TABS.values()} <= set(limits.ALLOWANCES)
+
+
+# ---------------------------------------------------------------- typed input -------------------
+
+def test_a_target_typed_as_the_tabs_show_tokens_is_that_token(tiny_gpt):
+    from toyviz.app.views.typed import typed_token
+    tokenizer = tiny_gpt.tokenizer
+    word = next(w for w in ("the", "and", "to", "of") if len(tokenizer.encode(w)) == 1 == len(tokenizer.encode(" " + w)))
+    assert typed_token(tokenizer, "␣" + word) == (tokenizer.encode(" " + word)[0], "")
+    token, note = typed_token(tokenizer, word)                     # the word without its space: said so
+    assert token == tokenizer.encode(word)[0] and f"␣{word}" in note and "without a space" in note
+    assert typed_token(tokenizer, "") == (None, "")
+    from toyviz.errors import UserError
+    with pytest.raises(UserError, match="is not a token"):
+        typed_token(tokenizer, "␣question and more")
+
+
+# ---------------------------------------------------------------- the commands ------------------
+
+def test_a_commands_mistake_is_one_line_and_exit_status_2(tiny_checkpoints, tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "toyviz.circuits", "The cat sat on the", "--target", " mat and more",
+                           "--gpt", str(tiny_checkpoints["gpt"]), "--transcoders", str(tmp_path), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip() and "Loading weights" not in line]
+    assert len(lines) == 1 and ": error: no transcoders in" in lines[0], lines

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from toyviz.errors import run_command
+from toyviz.errors import UserError, run_command
 
 
 def main(argv=None) -> dict:
@@ -32,7 +32,11 @@ def main(argv=None) -> dict:
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     gpt = toyviz.load(args.gpt, device=args.device)
     folder = args.transcoders or Path(gpt.source) / FOLDER
-    circuit = trace(gpt, load_transcoders(gpt, folder), args.prompt, args.target, labels=load_labels(folder),
+    try:
+        transcoders = load_transcoders(gpt, folder)
+    except FileNotFoundError as err:             # the folder named on the command line: the caller's to correct
+        raise UserError(str(err)) from None
+    circuit = trace(gpt, transcoders, args.prompt, args.target, labels=load_labels(folder),
                     node_threshold=args.node_threshold, edge_threshold=args.edge_threshold)
     graph = circuit.to_json()
     out = Path(args.out or f"{graph['metadata']['slug']}.json")

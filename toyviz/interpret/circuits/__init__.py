@@ -53,11 +53,12 @@ class Circuit:
 
     def limits_note(self) -> str:
         """What the caps changed, in words ("" when nothing)."""
-        note = (f"The graph covers the prompt's last {MAX_TOKENS} tokens (a graph grows with the square of the "
-                f"prompt); the {self.cut} before them are left out. " if self.cut else "")
+        caps = self.settings
+        note = (f"The graph covers the prompt's last {caps['max_tokens']} tokens (a graph grows with the square of "
+                f"the prompt); the {self.cut} before them are left out. " if self.cut else "")
         if self.folded:
             note += (f"{self.folded:,} weaker active features are folded into the error nodes: a graph keeps the "
-                     f"{MAX_FEATURE_NODES:,} that write the most. ")
+                     f"{caps['max_feature_nodes']:,} that write the most. ")
         return note
 
     def to_json(self, slug: str | None = None) -> dict:
