@@ -86,11 +86,11 @@ def test_the_training_sample_is_fixed_and_scores_a_perfect_translator_100(monkey
     pairs = [SimpleNamespace(ref="Gen.1.1" if i == 0 else "Gen.1.3" if i == 2 else f"Ps.{i}.1",
                              en=f"verse {i}", es=f"versículo número {i} del libro") for i in range(1000)]
     by_en = {p.en: p.es for p in pairs}
-    perfect = SimpleNamespace(translate_text=lambda text, beam: by_en[text])
+    perfect = SimpleNamespace(translate_text=lambda text, beam, register: by_en[text])
     facts = training_sample_facts(perfect, pairs)
     assert facts["train_sample_verses"] == TRAINING_SAMPLE and facts["train_sample_beam4_chrf"] == 100
     assert facts["known_verses_exact"] == {"Gen.1.1": True, "Gen.1.3": True}
-    wrong = SimpleNamespace(translate_text=lambda text, beam: "nada")
+    wrong = SimpleNamespace(translate_text=lambda text, beam, register: "nada")
     low = training_sample_facts(wrong, pairs)
     assert low["train_sample_beam4_chrf"] < 10 and not any(low["known_verses_exact"].values())
 

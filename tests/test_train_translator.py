@@ -125,3 +125,42 @@ def test_held_out_books_stay_out_of_training_in_every_source(tmp_path, bible_cac
 def test_session_flags_are_not_part_of_the_recipe():
     argv = ["translator", "--steps", "9", "--resume", "--pause-after-minutes", "5", "--state=/x", "--batch", "32"]
     assert recipe_argv(argv) == ["translator", "--steps", "9", "--batch", "32"]
+
+
+def test_everyday_pairs_teach_a_1909_only_checkpoint_a_second_register(tmp_path, bible_cache, monkeypatch):
+    """--init from a checkpoint without registers, --everyday N: the source vocabulary grows by the two register
+    tokens, every pair ends with its register's token and EOS, and the first everyday pairs are validation only."""
+    from toyviz import load
+    from toyviz.training import evaluate
+
+    words = [("the man went home", "el hombre fue a casa"), ("the light is good", "la luz es buena"),
+             ("my father saw the river", "mi padre vio el río")]
+    pairs = [{"en": f"{en.capitalize()} {i}.", "es": f"{es.capitalize()} {i}."} for i in range(20) for en, es in words]
+    (bible_cache / "everyday").mkdir()
+    (bible_cache / "everyday" / "pairs-60-1337.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    monkeypatch.setattr(evaluate, "spelled_share", lambda texts: 0.5)      # hunspell's own test: test_everyday
+    seen = []
+    original = VerseBatches.__init__
+    monkeypatch.setattr(VerseBatches, "__init__", lambda self, versions, batch, seed: (
+        seen.extend(versions), original(self, versions, batch, seed))[1])
+
+    main(["translator", "--steps", "2", *TINY, "--out", str(tmp_path / "old")])
+    old = load(str(tmp_path / "old"), device="cpu")
+    seen.clear()
+    main(["translator", "--steps", "2", *TINY, "--init", str(tmp_path / "old"), "--everyday", "60",
+          "--out", str(tmp_path / "new")])
+    new = load(str(tmp_path / "new"), device="cpu")
+
+    assert old.registers == ("1909",) and new.registers == ("today", "1909")
+    assert new.config.src_vocab_size == old.config.src_vocab_size + 2
+    today, bible_register, eos = (new.src_tok.special(t) for t in ("<|today|>", "<|1909|>", "<|eos|>"))
+    everyday_rows = [src for rows in seen for src, _ in rows if src[-2:] == [today, eos]]
+    assert len(everyday_rows) == 60 - 6                                       # 6 held out for validation
+    assert all(src[-2:] in ([today, eos], [bible_register, eos]) for rows in seen for src, _ in rows)
+    facts = json.loads((tmp_path / "new" / "training.json").read_text())
+    assert facts["everyday_pairs"] == 54
+    shipped = facts["metrics"]["shipped"]
+    assert shipped["everyday_pairs"] == 2 and shipped["everyday_register"] == "today"
+    assert shipped["everyday_beam4_spelled"] == 0.5 and "everyday_beam4_chrf" in shipped and "beam4_bleu" in shipped
+    assert "apertium-eng-spa" in (tmp_path / "new" / "README.md").read_text()
+    assert new.translate("the man", register="1909").trace.src_tokens[-2:] == ["<|1909|>", "<|eos|>"]

@@ -152,3 +152,45 @@ def test_a_shared_vocabulary_is_one_embedding_table_that_survives_a_save(tmp_pat
 def test_a_shared_vocabulary_needs_one_size():
     with pytest.raises(ValueError, match="one size"):
         TranslatorConfig(src_vocab_size=300, tgt_vocab_size=400, shared_vocab=True)
+
+
+def test_a_grown_source_vocabulary_starts_each_new_token_as_a_copy_of_its_model_row():
+    m = model()
+    src, tgt = torch.tensor([[5, 6, 7, 1]]), torch.tensor([[0, 11, 12]])
+    before = m(src, tgt)
+    m.grow_source(52, like=1)
+    assert m.config.src_vocab_size == 52 and m.src_emb.weight.shape == (52, 32)
+    assert torch.equal(m.src_emb.weight[50], m.src_emb.weight[1]) and torch.equal(m.src_emb.weight[51], m.src_emb.weight[1])
+    assert torch.equal(m(src, tgt), before)                                   # the old tokens read as before
+    assert torch.allclose(m(torch.tensor([[5, 6, 7, 50]]), tgt), before)      # a new token reads as its model
+
+
+def registered(tiny_translator):
+    """The tiny translator with the two register tokens in its source vocabulary (as --everyday trains it)."""
+    from toyviz.api import Translator
+    from toyviz.training.translator import with_registers
+
+    src = with_registers(tiny_translator.src_tok)
+    m = ToyTranslator(TranslatorConfig(**{**vars(tiny_translator.config)})).to(tiny_translator.device).eval()
+    m.load_state_dict(tiny_translator.model.state_dict())
+    m.grow_source(src.vocab_size, like=src.special("<|eos|>"))
+    return Translator(m, src, tiny_translator.tgt_tok)
+
+
+def test_a_register_is_a_source_token_just_before_eos(tiny_translator):
+    from toyviz import UserError
+
+    mt = registered(tiny_translator)
+    assert mt.registers == ("today", "1909") and tiny_translator.registers == ("1909",)
+    words = mt.src_tok.encode("the earth")
+    today, bible, eos = (mt.src_tok.special(t) for t in ("<|today|>", "<|1909|>", "<|eos|>"))
+    assert mt.encode("the earth")[0] == words + [today, eos]                  # today's Spanish by default
+    assert mt.encode("the earth", "1909")[0] == words + [bible, eos]
+    assert tiny_translator.encode("the earth", "1909")[0] == words + [eos]   # a 1909-only checkpoint: as before
+    ids, dropped = mt.encode("the earth " * 100, "today")
+    assert len(ids) == mt.config.context and ids[-2:] == [today, eos] and dropped > 0
+    trace = mt.translate("the earth", register="1909").trace
+    assert trace.src_tokens[-2:] == ["<|1909|>", "<|eos|>"]                  # a column of the cross-attention
+    for wrong, checkpoint in (("today", tiny_translator), ("1492", mt)):
+        with pytest.raises(UserError, match="register must be one of"):
+            checkpoint.translate_text("the earth", register=wrong)

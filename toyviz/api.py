@@ -24,6 +24,11 @@ from toyviz.models.trace import Trace, TranslatorTrace
 BOS_GPT = "<|endoftext|>"                          # document separator, and the GPT's first token
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"    # the translator's specials
 TRANSLATOR_SPECIALS = [BOS, EOS, PAD]
+# The translator's registers, each a source token just before EOS (the words keep the positions the
+# 1909-only checkpoints learned them at); the first is the default. A checkpoint without these tokens
+# translates into the 1909 Bible's Spanish only.
+REGISTERS = {"today": "<|today|>", "1909": "<|1909|>"}
+REGISTER_NAMES = {"today": "today's Spanish", "1909": "the 1909 Bible"}
 
 
 def resolve_device(device: str | None = None) -> str:
@@ -141,29 +146,43 @@ class Translator:
         self.config = model.config
         self.bos, self.eos = target_tokenizer.special(BOS), target_tokenizer.special(EOS)
         self.src_eos = source_tokenizer.special(EOS)
+        # the registers this checkpoint was trained with, the default first ("1909" alone: no register tokens)
+        self.registers = tuple(r for r, token in REGISTERS.items() if token in source_tokenizer.specials) or ("1909",)
 
     @property
     def device(self) -> torch.device:
         return self.model.src_emb.weight.device
 
-    def encode(self, text: str) -> tuple[list[int], int]:
-        ids = self.src_tok.encode(check_text(text))
-        keep = self.config.context - 1
-        return ids[:keep] + [self.src_eos], max(0, len(ids) - keep)
+    def register_tokens(self, register: str | None) -> list[int]:
+        """The source token that asks for `register` (None: the default), or none on a 1909-only checkpoint."""
+        register = self.registers[0] if register is None else register
+        if register not in self.registers:
+            raise UserError(f"register must be one of {', '.join(map(repr, self.registers))}, got {register!r}")
+        return [self.src_tok.special(REGISTERS[register])] if REGISTERS[register] in self.src_tok.specials else []
 
-    def _search(self, text: str, beam: int, max_len: int | None = None, alpha: float = 0.6):
+    def encode(self, text: str, register: str | None = None) -> tuple[list[int], int]:
+        """Source ids: the text, the register's token, EOS, the text cut to fit the context; → (ids, dropped)."""
+        ids, tail = self.src_tok.encode(check_text(text)), self.register_tokens(register) + [self.src_eos]
+        keep = self.config.context - len(tail)
+        return ids[:keep] + tail, max(0, len(ids) - keep)
+
+    def _search(self, text: str, beam: int, max_len: int | None = None, alpha: float = 0.6,
+                register: str | None = None):
         if not 1 <= int(beam) <= 16:
             raise UserError("beam must be between 1 and 16")
-        src, dropped = self.encode(text)
+        src, dropped = self.encode(text, register)
         return src, dropped, self.model.search(src, bos=self.bos, eos=self.eos, beam=int(beam), max_len=max_len,
                                                alpha=alpha)
 
-    def translate_text(self, text: str, beam: int = 1) -> str:
+    def translate_text(self, text: str, beam: int = 1, register: str | None = None) -> str:
         """The translation alone: what the evaluation scores, without the cost of a traced pass."""
-        return self.tgt_tok.decode(self._search(text, beam)[2].ids)
+        return self.tgt_tok.decode(self._search(text, beam, register=register)[2].ids)
 
-    def translate(self, text: str, beam: int = 1, *, max_len: int | None = None, alpha: float = 0.6) -> Translation:
-        src, dropped, hyp = self._search(text, beam, max_len, alpha)
+    def translate(self, text: str, beam: int = 1, *, max_len: int | None = None, alpha: float = 0.6,
+                  register: str | None = None) -> Translation:
+        """`register`: "today" (today's Spanish) or "1909" (the 1909 Bible's), None for the checkpoint's
+        default (`registers[0]`)."""
+        src, dropped, hyp = self._search(text, beam, max_len, alpha, register)
         # the last position predicted EOS only if the search finished; otherwise it was cut at max_len
         trace = self.model.trace(src, [self.bos] + hyp.ids, src_pieces=self.src_tok.pieces,
                                  tgt_pieces=self.tgt_tok.pieces, next_id=self.eos if hyp.finished else None)

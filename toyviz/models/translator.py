@@ -56,6 +56,19 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         self.out.weight = self.tgt_emb.weight                            # tied, as in the paper (and the
         # source embedding too with a shared vocabulary: the same module, one parameter)
 
+    @torch.no_grad()
+    def grow_source(self, vocab_size: int, like: int) -> None:
+        """Add source tokens (ids from the old size up to vocab_size), each starting as a copy of token
+        `like`'s row: a checkpoint taught new source specials (the registers) keeps its translations at
+        the first step, since the new token first reads as `like` (EOS) does."""
+        if self.config.shared_vocab:
+            raise ValueError("a shared vocabulary grows on both sides: train it with the new tokens from the start")
+        old = self.src_emb.weight
+        table = nn.Embedding(vocab_size, old.shape[1]).to(old.device, old.dtype)
+        table.weight[: len(old)] = old
+        table.weight[len(old):] = old[like]
+        self.src_emb, self.config.src_vocab_size = table, vocab_size
+
     def _embed(self, table: nn.Embedding, ids: torch.Tensor, offset: int, hooks) -> torch.Tensor:
         end = offset + ids.shape[1]
         if end > self.config.context:

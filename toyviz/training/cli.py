@@ -57,6 +57,9 @@ def parse_args(argv):
                         "is lower than the last weights' (default 1: the last weights)")
     p.add_argument("--sources", default="web,kjv",
                    help="translator: English sources, comma-separated (web, kjv); one is drawn per verse per epoch")
+    p.add_argument("--everyday", type=int, default=0,
+                   help="translator: also train on N everyday sentences translated into today's Spanish by "
+                        "apertium-eng-spa (toyviz.data.everyday), each pair tagged with its register")
     p.add_argument("--resume", action="store_true",
                    help="go on with the run saved in the state folder exactly where it stopped (same flags)")
     p.add_argument("--state", help="where the run's resumable state is saved (default: the data cache's "

@@ -1,4 +1,6 @@
-"""Held-out evaluation: bits per character for the GPT, sacreBLEU and chrF for the translator.
+"""Held-out evaluation: bits per character for the GPT, sacreBLEU and chrF for the translator (the
+held-out Bible books in the 1909 register; the everyday dev set in today's Spanish, with the share of
+its words a Spanish spelling dictionary accepts).
 
     python -m toyviz.evaluate gpt           # last line: one JSON object
     python -m toyviz.evaluate translator
@@ -8,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -83,9 +87,10 @@ def head_facts(gpt, val_text: str) -> dict:
             "in_context_drop": in_context_drop(gpt.model, probes.repeats, probes.period)}
 
 
-def encode_pair(translator, en: str, es: str) -> tuple[list[int], list[int]]:
-    """A verse pair as the translator trains on it: source ids + EOS, target ids (BOS and EOS added by the batch)."""
-    return translator.src_tok.encode(en) + [translator.src_tok.special("<|eos|>")], translator.tgt_tok.encode(es)
+def encode_pair(translator, en: str, es: str, register: str = "1909") -> tuple[list[int], list[int]]:
+    """A pair as the translator trains on it: source ids + the register's token + EOS, target ids (BOS and
+    EOS added by the batch)."""
+    return translator.encode(en, register)[0], translator.tgt_tok.encode(es)
 
 
 @torch.no_grad()
@@ -111,6 +116,7 @@ def translator_specials(translator) -> dict:
 
 
 def evaluate_translator(translator, pairs, beams=(1, 4)) -> dict:
+    """The held-out Bible books, in the 1909 register."""
     import sacrebleu
 
     refs = [p.es for p in pairs]
@@ -119,13 +125,45 @@ def evaluate_translator(translator, pairs, beams=(1, 4)) -> dict:
               "heldout_loss": round(teacher_forced_loss(translator.model, rows, translator_specials(translator)), 4)}
     for beam in beams:
         start = time.time()
-        hyps = [translator.translate_text(p.en, beam=beam) for p in pairs]
+        hyps = [translator.translate_text(p.en, beam=beam, register="1909") for p in pairs]
         name = "greedy" if beam == 1 else f"beam{beam}"
         result[f"{name}_bleu"] = round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
         result[f"{name}_chrf"] = round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2)
         result[f"{name}_seconds"] = round(time.time() - start, 1)
         result[f"{name}_examples"] = [{"en": p.en, "ref": p.es, "hyp": h} for p, h in list(zip(pairs, hyps))[:3]]
     return result
+
+
+def evaluate_everyday(translator, pairs, beam: int = 4) -> dict:
+    """The everyday dev set (sentences a class types, Spanish written by hand) in the translator's default
+    register: chrF, BLEU, and the share of output words hunspell's es_ES dictionary accepts."""
+    import sacrebleu
+
+    hyps = [translator.translate_text(p.en, beam=beam) for p in pairs]
+    refs = [p.es for p in pairs]
+    return {"everyday_pairs": len(pairs), "everyday_register": translator.registers[0],
+            f"everyday_beam{beam}_chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
+            f"everyday_beam{beam}_bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
+            f"everyday_beam{beam}_spelled": round(spelled_share(hyps), 4),
+            "everyday_examples": [{"en": p.en, "ref": p.es, "hyp": h} for p, h in list(zip(pairs, hyps))[:5]]}
+
+
+WORD = re.compile(r"[^\W\d_]+")
+
+
+def spelled_share(texts: list[str]) -> float:
+    """The share of the words in `texts` that `hunspell -d es_ES` (Debian's hunspell-es: inflections
+    included) accepts: an invented word ("escolino") is rejected, a real one in the wrong place is not."""
+    from toyviz.data.everyday import ensure_packages
+
+    ensure_packages()
+    words = [w for text in texts for w in WORD.findall(text)]
+    if not words:
+        return 1.0
+    # one word a line: -l prints each rejected word once per line it is on
+    done = subprocess.run(["hunspell", "-d", "es_ES", "-l"], input="\n".join(words) + "\n",
+                          capture_output=True, text=True, check=True)
+    return 1 - len(done.stdout.split()) / len(words)
 
 
 TRAINING_SAMPLE = 300                  # training verses the translator should know well
@@ -140,10 +178,10 @@ def training_sample_facts(translator, train_pairs, beam: int = 4) -> dict:
 
     step = max(1, len(train_pairs) // TRAINING_SAMPLE)
     sample = train_pairs[::step][:TRAINING_SAMPLE]
-    hyps = [translator.translate_text(p.en, beam=beam) for p in sample]
+    hyps = [translator.translate_text(p.en, beam=beam, register="1909") for p in sample]
     refs = [p.es for p in sample]
     known = {p.ref: p for p in train_pairs if p.ref in KNOWN_VERSES}
-    exact = {ref: translator.translate_text(p.en, beam=beam) == p.es for ref, p in known.items()}
+    exact = {ref: translator.translate_text(p.en, beam=beam, register="1909") == p.es for ref, p in known.items()}
     return {"train_sample_verses": len(sample),
             f"train_sample_beam{beam}_chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
             f"train_sample_beam{beam}_bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
@@ -158,7 +196,7 @@ def checkpoint_facts(model, folder: Path) -> dict:
 
 def main(argv=None):
     from toyviz import load
-    from toyviz.data import bible, shakespeare
+    from toyviz.data import bible, everyday, shakespeare
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=["gpt", "translator"])
@@ -173,7 +211,7 @@ def main(argv=None):
     else:
         train, test = bible.split(bible.load_pairs())
         result = evaluate_translator(model, test, tuple(int(b) for b in args.beams.split(","))) | \
-            training_sample_facts(model, train)
+            training_sample_facts(model, train) | evaluate_everyday(model, everyday.dev_pairs())
     folder = Path(model.source)
     result.update(checkpoint_facts(model.model, folder))
     card = folder / "training.json"
