@@ -14,10 +14,17 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.figures import as_sent
 from toyviz.app.tabs import TABS
 from toyviz.app.views.export import export_page
-from toyviz.serving.workers import Workers, cores
+from toyviz.serving.container import CGROUP, container
+from toyviz.serving.memory import MB
+from toyviz.serving.workers import Workers
 
 HOLD = f"{Explorer.__module__}:Explorer.load"      # what a worker holds: Explorer.load(gpt, translator, device)
 SEND = f"{as_sent.__module__}:{as_sent.__name__}"  # what leaves a worker: figures as their JSON
+# a worker's resident set: 599 MB once it holds the models and has drawn every tab (measured), with room for
+# its caches filled to their byte budgets (toyviz/app/caches.py: 208 MB)
+WORKER_BYTES = 800 * MB
+# the server's own: 398 MB once the page is built (measured), 558 MB after a saturating run (docs/serving-a-class.md)
+SERVER_BYTES = 800 * MB
 
 
 def start_workers(count: int, gpt: str, translator: str, device: str | None, threads: int = 0) -> Workers:
@@ -26,12 +33,13 @@ def start_workers(count: int, gpt: str, translator: str, device: str | None, thr
     return Workers(count, HOLD, (gpt, translator, device), send=SEND, threads=threads)
 
 
-def default_workers(device: str | None) -> int:
-    """One worker per core: each computes on a core of its own (on a GPU, one: the device is the one that
-    computes, and each process would hold a CUDA context of its own)."""
+def default_workers(device: str | None, cgroup=CGROUP) -> int:
+    """One worker per CPU the container allows, as many as its memory holds beside the server (0 where not one
+    fits: the server computes itself, holding the models once); on a GPU, one: the device is the one that
+    computes, and each process would hold a CUDA context of its own."""
     import torch
     device = device or os.environ.get("TOYVIZ_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
-    return 1 if device.startswith("cuda") else cores()
+    return 1 if device.startswith("cuda") else container(cgroup).fitting(WORKER_BYTES, SERVER_BYTES)
 
 
 def binder(explorer: Explorer, workers: Workers | None = None):
