@@ -19,7 +19,16 @@ safetensors) and do the heavy work, each on its own core.
   threads of its own: its generations decode together in one batch (toyviz.serving.batching).
 - A stream closed by its reader (Stop, a page gone) is cancelled in the worker at its next update.
 - A worker that dies is replaced; the requests it was computing fail with a fault's message (logged
-  with an id), every other request goes on.
+  with an id), every other request goes on. A reply its reader cannot read ends the worker the same way.
+- A worker that fails to start is started again after 1, 2, 4 … s, at most 60 (BACKOFF_S). While no
+  worker is up, a request is refused at once with `Busy` (a UserError: "try again in a few seconds"), not
+  queued behind a start that may not come.
+- A caller waits at most ANSWER_TIMEOUT_S for the worker's next message (a call's answer, a stream's next
+  update); then its request is cancelled there and it gets a fault's message. The slowest legitimate calls
+  measured on this 2-core machine take seconds (a circuit of 32 tokens 4.2 s, a beam-8 translation of 2,000
+  characters 3.6 s, the why panel on 256 tokens 3.1 s), a fresh worker's first circuit 30–47 s on a loaded
+  machine (it loads the transcoders): 120 s leaves room for a machine twice as slow under a class.
+  Closing the pool fails the requests in flight with `Busy` ("the server is stopping").
 """
 from __future__ import annotations
 
@@ -27,7 +36,6 @@ import argparse
 import importlib
 import itertools
 import os
-import pickle
 import queue
 import socket
 import subprocess
@@ -40,14 +48,26 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from toyviz.errors import LoggedFault, UserError, fault
+from toyviz.serving.container import container
 
 THREADS_PER_WORKER = 64      # requests a worker computes at once: the app's concurrency limits bound them first
 START_TIMEOUT_S = 300.0      # loading the models and drawing every tab once, on a slow machine
+ANSWER_TIMEOUT_S = 120.0     # the longest a caller waits for a worker's next message: see the module's docstring
+BACKOFF_S = (1.0, 60.0)      # a worker that failed to start is started again after 1, 2, 4 … s, at most 60
+
+BUSY = "The server is restarting its workers: try again in a few seconds."
+STOPPING = "The server is stopping: try again in a minute."
 
 
-def cores() -> int:
-    """The cores this process may run on (a container's share, not the host's)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+class Busy(UserError):
+    """No worker is up to compute (each one is being started or replaced, or the server is stopping): the
+    visitor can only try again, and is told so."""
+
+
+def start_delay(failed: int, backoff: tuple[float, float] = BACKOFF_S) -> float:
+    """Seconds before a worker is started again after `failed` failed starts in a row: none after a worker
+    that had started, then the first back-off, doubled each time, at most the second."""
+    return min(backoff[1], backoff[0] * 2 ** (failed - 1)) if failed else 0.0
 
 
 def named(fn) -> str:
@@ -83,36 +103,49 @@ class Worker:
         self.connection.send(("hold", pool.hold, pool.hold_args, pool.send))
         threading.Thread(target=self._read, name=f"toyviz-worker-{index}", daemon=True).start()
 
+    @property
+    def up(self) -> bool:
+        """It holds its models and has not ended: a request sent now is computed."""
+        return self.alive and self.ready.is_set()
+
     def _read(self):
-        """Hand each reply to the request it answers; at the worker's end, fail what it was computing and
-        let the pool replace it."""
+        """Hand each reply to the request it answers; at the end (the worker's, or a message that could not be
+        read: then the worker is not trusted any more), fail what it was computing and let the pool replace it."""
         try:
             while True:
-                message = self.connection.recv()
-                if message[0] == "ready":
-                    self.ready.set()
-                    continue
-                with self.lock:
-                    replies = self.replies.get(message[1])
-                if replies is not None:
-                    replies.put(message)
-        except (EOFError, OSError, pickle.UnpicklingError):
+                self._route(self.connection.recv())
+        except (EOFError, OSError):
             pass
-        self._ended()
+        except Exception as err:
+            fault(f"reading worker {self.index}'s replies", err)
+        finally:
+            self._ended()
+
+    def _route(self, message: tuple):
+        if message[0] == "ready":
+            self.ready.set()
+            return
+        with self.lock:
+            replies = self.replies.get(message[1])
+        if replies is not None:
+            replies.put(message)
 
     def _ended(self):
+        self._stop_process(grace_s=1.0)      # its exit code read; left running only if its reader failed
+        if not self._fail_waiting(("lost", None, self.process.returncode)):
+            return                           # stopped by the pool, which has told its callers
+        started = self.ready.is_set()
+        self.ready.set()                     # nobody waits for a worker that will never be ready
+        self.pool.replace(self, started)
+
+    def _fail_waiting(self, message: tuple) -> bool:
+        """This worker marked ended and `message` given to each request waiting on it → whether it was alive."""
         with self.lock:
             was_alive, self.alive = self.alive, False
             waiting, self.replies = list(self.replies.values()), {}
-        if not was_alive:
-            return
-        code = self.process.poll()
         for replies in waiting:
-            replies.put(("lost", None, code))
-        started = self.ready.is_set()
-        self.ready.set()                     # nobody waits for a worker that will never be ready
-        if started:                          # one that failed to start would fail again: its error is in the log
-            self.pool.replace(self)
+            replies.put(message)
+        return was_alive
 
     def submit(self, ident: int, kind: str, fn: str, args: tuple) -> queue.SimpleQueue:
         replies = queue.SimpleQueue()
@@ -146,8 +179,16 @@ class Worker:
         return len(self.replies)
 
     def stop(self):
-        self.alive = False
-        if self.process.poll() is None:
+        """The pool's close: what it was computing fails with "stopping", then the process ends."""
+        self._fail_waiting(("stopping", None, None))
+        self._stop_process()
+
+    def _stop_process(self, grace_s: float = 0.0):
+        """The process ended: `grace_s` to end by itself (its exit code then says why: -9 for the kernel's
+        out-of-memory killer), then terminated, then killed."""
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)
@@ -160,18 +201,22 @@ class Workers:
     """`count` worker processes, each holding `resolve(hold)(*hold_args)`; see the module's docstring."""
 
     def __init__(self, count: int, hold: str, hold_args: tuple = (), send: str | None = None,
-                 threads: int | None = None, cwd: str | Path | None = None):
+                 threads: int | None = None, cwd: str | Path | None = None,
+                 timeout: float = ANSWER_TIMEOUT_S, backoff: tuple[float, float] = BACKOFF_S):
         if count < 1:
             raise ValueError(f"workers must be at least 1, not {count}")
         self.hold, self.hold_args, self.send = hold, tuple(hold_args), send
-        self.threads = threads or max(1, cores() // count)     # torch's threads a worker computes with
+        self.threads = threads or max(1, container().cpus // count)     # torch's threads a worker computes with
         self.cwd = str(cwd or Path.cwd())
-        self.ids, self.closed = itertools.count(), False
+        self.timeout, self.backoff = timeout, backoff
+        self.ids, self.closed, self.lock = itertools.count(), False, threading.Lock()
+        self.failed_starts = [0] * count      # each place's starts failed in a row
         self.workers = [Worker(self, i) for i in range(count)]
         self.replaced = 0
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> "Workers":
-        """Blocks until every worker holds its models; raises if one ended first."""
+        """Blocks until every worker holds its models; raises if one ended first (a first start that fails
+        says what to mend: a checkpoint missing, a bad argument)."""
         deadline = time.monotonic() + timeout
         for worker in list(self.workers):
             if not worker.ready.wait(max(0.0, deadline - time.monotonic())) or not worker.alive:
@@ -179,41 +224,68 @@ class Workers:
                                    "its error is in the log above")
         return self
 
-    def replace(self, lost: Worker):
-        if self.closed:
-            return
-        self.replaced += 1
-        fresh = Worker(self, lost.index)
-        self.workers[lost.index] = fresh
+    def replace(self, lost: Worker, started: bool):
+        """A worker that had started is replaced at once; one that failed to start, after a back-off that
+        doubles with each failed start in a row (its error is in the log each time)."""
+        failed = 0 if started else self.failed_starts[lost.index] + 1
+        self.failed_starts[lost.index] = failed
+        timer = threading.Timer(start_delay(failed, self.backoff), self._start_again, args=(lost,))
+        timer.daemon = True
+        timer.start()
 
-    def pick(self, key) -> Worker:
-        """The live worker with the fewest requests in flight; of equals, the one `key` hashes to."""
-        alive = [w for w in self.workers if w.alive and w.ready.is_set()] or \
-                [w for w in self.workers if w.alive] or self.workers
+    def _start_again(self, lost: Worker):
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                self.workers[lost.index] = Worker(self, lost.index)
+                self.replaced += 1
+            except Exception as err:           # no process could be made (memory, file descriptors): later
+                fault(f"starting worker {lost.index}", err)
+                self.replace(lost, started=False)
+
+    def pick(self, key) -> Worker | None:
+        """The worker up with the fewest requests in flight (of equals, the one `key` hashes to); None if none is."""
+        up = [w for w in self.workers if w.up]
+        if not up:
+            return None
         home = zlib.crc32(repr(key).encode()) % len(self.workers)
-        return min(alive, key=lambda w: (w.in_flight, (w.index - home) % len(self.workers)))
+        return min(up, key=lambda w: (w.in_flight, (w.index - home) % len(self.workers)))
 
     def _start(self, kind: str, fn, args: tuple, worker: Worker | None = None):
         worker = worker or self.pick(args[0] if args else None)
-        worker.ready.wait(START_TIMEOUT_S)
+        if worker is None or not worker.up:
+            raise Busy(STOPPING if self.closed else BUSY)
         ident = next(self.ids)
         return worker, ident, worker.submit(ident, kind, named(fn) if callable(fn) else fn, args)
 
-    @staticmethod
-    def _raise(message: tuple, worker: Worker, fn):
-        kind = message[0]
+    def _next(self, worker: Worker, ident: int, replies: queue.SimpleQueue) -> tuple:
+        """The worker's next message about this request; none within the timeout: the request is cancelled
+        there, and the message says so."""
+        try:
+            return replies.get(timeout=self.timeout)
+        except queue.Empty:
+            worker.cancel(ident)
+            return ("timeout", ident, None)
+
+    def _raise(self, message: tuple, worker: Worker, fn):
+        kind, name = message[0], getattr(fn, "__name__", fn)
         if kind == "user":
             raise UserError(message[2])
         if kind == "fault":
             raise LoggedFault(message[2])
+        if kind == "stopping":
+            raise Busy(STOPPING)
+        if kind == "timeout":
+            raise LoggedFault(fault(f"worker {worker.index}", TimeoutError(
+                f"{name} sent nothing for {self.timeout:.0f} s; cancelled")))
         raise LoggedFault(fault(f"worker {worker.index}", RuntimeError(
-            f"the worker process computing {getattr(fn, '__name__', fn)} stopped (exit code {message[2]}); "
-            "it is being replaced")))
+            f"the worker process computing {name} stopped (exit code {message[2]}); it is being replaced")))
 
     def call(self, fn, *args, worker: Worker | None = None):
         """fn(held, *args) in a worker → its answer (as `send` made it)."""
         worker, ident, replies = self._start("call", fn, args, worker)
-        message = replies.get()
+        message = self._next(worker, ident, replies)
         worker.done(ident)
         if message[0] == "done":
             return message[2]
@@ -226,7 +298,7 @@ class Workers:
         finished = False
         try:
             while True:
-                message = replies.get()
+                message = self._next(worker, ident, replies)
                 if message[0] == "update":
                     yield message[2]
                 elif message[0] == "done":
@@ -247,7 +319,9 @@ class Workers:
         return [w.process.pid for w in self.workers]
 
     def close(self):
-        self.closed = True
+        """Every worker stopped, the requests in flight failed with "stopping"; none started again."""
+        with self.lock:
+            self.closed = True
         for worker in self.workers:
             worker.stop()
 
