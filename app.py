@@ -314,8 +314,8 @@ def main(argv=None):
     parser.add_argument("--translator", default=os.environ.get("TOYVIZ_TRANSLATOR", "translator"),
                         help="translator checkpoint folder or Hub repo")
     parser.add_argument("--workers", type=int, default=int(os.environ.get("TOYVIZ_WORKERS", -1)),
-                        help="processes the renderers compute in (default: TOYVIZ_WORKERS or one per core; "
-                             "0: this process)")
+                        help="processes the renderers compute in (default: TOYVIZ_WORKERS or one per CPU the "
+                             "container allows, as many as its memory holds; 0: this process)")
     parser.add_argument("--worker-threads", type=int, default=int(os.environ.get("TOYVIZ_WORKER_THREADS", 0)),
                         help="torch threads each worker computes with (default: TOYVIZ_WORKER_THREADS or the "
                              "cores shared out among the workers)")
