@@ -14,6 +14,7 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.figures import as_sent
 from toyviz.app.tabs import TABS
 from toyviz.app.views.export import export_page
+from toyviz.errors import UserError
 from toyviz.serving.container import CGROUP, container
 from toyviz.serving.memory import MB
 from toyviz.serving.workers import Workers
@@ -63,4 +64,6 @@ def binder(explorer: Explorer, workers: Workers | None = None):
 def export_tab(explorer: Explorer, tab: str, *inputs) -> str:
     """The tab's figures for these inputs as one standalone HTML page → its file (written where the app's
     exports are kept)."""
+    if tab not in TABS:
+        raise UserError(f"there is no tab {tab!r} to export: one of {', '.join(TABS)}")
     return export_page(tab, TABS[tab].render(explorer, *inputs))

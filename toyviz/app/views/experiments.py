@@ -12,6 +12,10 @@ from toyviz.errors import UserError
 
 def experiments_view(explorer: Explorer, prompt, variants=("baseline",), x_axis="tokens", projector=False):
     results = explorer.experiment_results()
+    variants = [variants] if isinstance(variants, str) else variants
+    if not isinstance(variants, (list, tuple)) or not all(isinstance(v, str) for v in variants):
+        raise UserError(f"variants must be a list of the experiments' names ({', '.join(results['variants'])}), "
+                        f"not {variants!r}")
     text, _ = clean_prompt(prompt)
     try:
         no_mask = explorer.no_mask_model()
