@@ -224,6 +224,7 @@ def test_a_call_or_a_stream_past_its_timeout_is_a_fault_and_its_worker_goes_on(l
         next(updates)
     assert time.monotonic() - start < 15
     assert light.call(echo, 5, worker=light.workers[0]) == 5 and light.replaced == 0
+    assert len(set(light.on_each(slow, 1.5))) == 2          # a warm-up is part of a start: the start's timeout
 
 
 def test_a_reply_that_cannot_be_read_ends_its_worker_and_fails_its_call(light):

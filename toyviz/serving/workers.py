@@ -259,14 +259,14 @@ class Workers:
         ident = next(self.ids)
         return worker, ident, worker.submit(ident, kind, named(fn) if callable(fn) else fn, args)
 
-    def _next(self, worker: Worker, ident: int, replies: queue.SimpleQueue) -> tuple:
-        """The worker's next message about this request; none within the timeout: the request is cancelled
+    def _next(self, worker: Worker, ident: int, replies: queue.SimpleQueue, timeout: float) -> tuple:
+        """The worker's next message about this request; none within `timeout` s: the request is cancelled
         there, and the message says so."""
         try:
-            return replies.get(timeout=self.timeout)
+            return replies.get(timeout=timeout)
         except queue.Empty:
             worker.cancel(ident)
-            return ("timeout", ident, None)
+            return ("timeout", ident, timeout)
 
     def _raise(self, message: tuple, worker: Worker, fn):
         kind, name = message[0], getattr(fn, "__name__", fn)
@@ -278,14 +278,14 @@ class Workers:
             raise Busy(STOPPING)
         if kind == "timeout":
             raise LoggedFault(fault(f"worker {worker.index}", TimeoutError(
-                f"{name} sent nothing for {self.timeout:.0f} s; cancelled")))
+                f"{name} sent nothing for {message[2]:.0f} s; cancelled")))
         raise LoggedFault(fault(f"worker {worker.index}", RuntimeError(
             f"the worker process computing {name} stopped (exit code {message[2]}); it is being replaced")))
 
-    def call(self, fn, *args, worker: Worker | None = None):
-        """fn(held, *args) in a worker → its answer (as `send` made it)."""
+    def call(self, fn, *args, worker: Worker | None = None, timeout: float | None = None):
+        """fn(held, *args) in a worker → its answer (as `send` made it), within `timeout` s (the pool's)."""
         worker, ident, replies = self._start("call", fn, args, worker)
-        message = self._next(worker, ident, replies)
+        message = self._next(worker, ident, replies, timeout or self.timeout)
         worker.done(ident)
         if message[0] == "done":
             return message[2]
@@ -298,7 +298,7 @@ class Workers:
         finished = False
         try:
             while True:
-                message = self._next(worker, ident, replies)
+                message = self._next(worker, ident, replies, self.timeout)
                 if message[0] == "update":
                     yield message[2]
                 elif message[0] == "done":
@@ -311,9 +311,11 @@ class Workers:
             worker.done(ident) if finished else worker.cancel(ident)
 
     def on_each(self, fn, *args) -> list:
-        """fn(held, *args) in every worker, all at once (warming each one's caches) → their answers."""
+        """fn(held, *args) in every worker, all at once (warming each one's caches, part of its start: within
+        START_TIMEOUT_S) → their answers."""
         with ThreadPoolExecutor(len(self.workers)) as each:
-            return list(each.map(lambda worker: self.call(fn, *args, worker=worker), list(self.workers)))
+            return list(each.map(lambda worker: self.call(fn, *args, worker=worker, timeout=START_TIMEOUT_S),
+                                 list(self.workers)))
 
     def pids(self) -> list[int]:
         return [w.process.pid for w in self.workers]
