@@ -53,6 +53,18 @@ def tiny_translator() -> Translator:
 
 
 @pytest.fixture(scope="session")
+def registered_translator(tiny_translator) -> Translator:
+    """The tiny translator with the two register tokens in its source vocabulary, as --everyday trains one."""
+    from toyviz.training.translator import with_registers
+
+    src = with_registers(tiny_translator.src_tok)
+    model = ToyTranslator(TranslatorConfig(**vars(tiny_translator.config))).to(tiny_translator.device).eval()
+    model.load_state_dict(tiny_translator.model.state_dict())
+    model.grow_source(src.vocab_size, like=src.special("<|eos|>"))
+    return Translator(model, src, tiny_translator.tgt_tok)
+
+
+@pytest.fixture(scope="session")
 def tiny_checkpoints(tmp_path_factory, tiny_gpt, tiny_translator) -> dict:
     """Both tiny models saved as checkpoint folders (fp32, so reloads are bit-identical)."""
     root = tmp_path_factory.mktemp("checkpoints")

@@ -162,5 +162,6 @@ def test_everyday_pairs_teach_a_1909_only_checkpoint_a_second_register(tmp_path,
     shipped = facts["metrics"]["shipped"]
     assert shipped["everyday_pairs"] == 2 and shipped["everyday_register"] == "today"
     assert shipped["everyday_beam4_spelled"] == 0.5 and "everyday_beam4_chrf" in shipped and "beam4_bleu" in shipped
-    assert "apertium-eng-spa" in (tmp_path / "new" / "README.md").read_text()
+    card = (tmp_path / "new" / "README.md").read_text()
+    assert "apertium-eng-spa" in card and "GPL-2" in card.split("## Licence")[1]
     assert new.translate("the man", register="1909").trace.src_tokens[-2:] == ["<|1909|>", "<|eos|>"]

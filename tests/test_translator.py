@@ -165,22 +165,10 @@ def test_a_grown_source_vocabulary_starts_each_new_token_as_a_copy_of_its_model_
     assert torch.allclose(m(torch.tensor([[5, 6, 7, 50]]), tgt), before)      # a new token reads as its model
 
 
-def registered(tiny_translator):
-    """The tiny translator with the two register tokens in its source vocabulary (as --everyday trains it)."""
-    from toyviz.api import Translator
-    from toyviz.training.translator import with_registers
-
-    src = with_registers(tiny_translator.src_tok)
-    m = ToyTranslator(TranslatorConfig(**{**vars(tiny_translator.config)})).to(tiny_translator.device).eval()
-    m.load_state_dict(tiny_translator.model.state_dict())
-    m.grow_source(src.vocab_size, like=src.special("<|eos|>"))
-    return Translator(m, src, tiny_translator.tgt_tok)
-
-
-def test_a_register_is_a_source_token_just_before_eos(tiny_translator):
+def test_a_register_is_a_source_token_just_before_eos(tiny_translator, registered_translator):
     from toyviz import UserError
 
-    mt = registered(tiny_translator)
+    mt = registered_translator
     assert mt.registers == ("today", "1909") and tiny_translator.registers == ("1909",)
     words = mt.src_tok.encode("the earth")
     today, bible, eos = (mt.src_tok.special(t) for t in ("<|today|>", "<|1909|>", "<|eos|>"))

@@ -72,20 +72,22 @@ class Explorer(Caches):
         return (self.trace(text)[0], self.trace(edited)[0], self.trace(text, causal=False)[0],
                 self.trace(edited, causal=False)[0])
 
-    def translate(self, text, beam):
+    def translate(self, text, beam, register=None):
         """(translation, note), cached. Under load a beam search that is not cached runs greedily, with a
-        note: a beam of 4 costs several greedy searches, and BUSY_SEARCHES at once already fill the CPU."""
+        note: a beam of 4 costs several greedy searches, and BUSY_SEARCHES at once already fill the CPU.
+        `register`: today's Spanish or the 1909 Bible's (toyviz.api.REGISTERS; None: the translator's default)."""
         translator = self.need_translator()
         text, note = clean_prompt(text, "English sentence")
         beam = setting("beam", beam)
-        out = self.translations.peek((text, beam))
+        out = self.translations.peek((text, beam, register))
         if out is None:
             with self.searches() as running:
                 if beam > 1 and running >= BUSY_SEARCHES:
                     note += (f"Many translations are running: this one is greedy (beam 1) instead of beam {beam}; "
                              "ask again in a moment for the beam search. ")
                     beam = 1
-                out = self.translations.get((text, beam), lambda: translator.translate(text, beam=beam))
+                out = self.translations.get((text, beam, register),
+                                            lambda: translator.translate(text, beam=beam, register=register))
         if out.truncated:
             note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
         return out, note

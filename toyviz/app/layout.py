@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from toyviz.api import REGISTER_NAMES
 from toyviz.app import browser_model, presenter
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
 from toyviz.app.views.text import EXPLAIN, examples
@@ -240,9 +241,11 @@ def translate_tab(ui, sizes):
         # attention drawn sits under it, the example sentences under that
         with gr.Row(equal_height=True):
             ui.source = gr.Textbox(value=DEFAULTS["text"], label="English", lines=2, scale=3, elem_id="source")
-            ui.spanish = gr.Textbox(label="Spanish (Reina-Valera 1909 style)", lines=2, interactive=False, scale=3,
-                                    elem_id="spanish")
+            ui.spanish = gr.Textbox(label="Spanish", lines=2, interactive=False, scale=3, elem_id="spanish")
             with gr.Column(scale=1, min_width=200):
+                # one click apart: the same sentence's attention with the decoder asked for the other register
+                ui.register = gr.Radio([(name, key) for key, name in REGISTER_NAMES.items()], value="today",
+                                       label="Spanish of", elem_id="register")
                 ui.beam = slider("beam", "beam width (1 = greedy)", elem_id="beam")
                 ui.translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
         cross = plot("cross-plot")

@@ -14,6 +14,7 @@ from toyviz.training.record import RunRecord
 WRITTEN_SECTIONS = ("Data", "Recipe", "Metrics (held-out data)", "Licence")   # what model_card writes
 WHAT = {"gpt": "decoder-only GPT", "translator": "encoder–decoder translator (English → Spanish)"}
 TAG = {"gpt": "gpt", "translator": "translation"}
+PUBLIC_DOMAIN = 'Training texts public domain (the name "World English Bible" is a trademark for unmodified text).'
 
 
 def kept_sections(card: Path) -> str:
@@ -40,7 +41,7 @@ scratch by toyviz for teaching. Load it with `toyviz.load("{record.out}")`.
 ## Data
 {record.data.card_text()}
 
-Training text: {record.data.train_chars:,} characters. Texts are public domain.
+Training text: {record.data.train_chars:,} characters. {record.data.licence()[0]}
 
 ## Recipe
 {recipe_lines(record)}{why_line(record)}- Config: `{json.dumps(record.config)}`
@@ -52,7 +53,7 @@ Training text: {record.data.train_chars:,} characters. Texts are public domain.
 ```
 
 {kept}## Licence
-Code MIT. Training texts public domain (the name "World English Bible" is a trademark for unmodified text).
+Code MIT. {record.data.licence()[1]}
 """
 
 

@@ -16,6 +16,7 @@ from toyviz.models.config import GPTConfig
 from toyviz.models.gpt import ToyGPT
 from toyviz.training import evaluate
 from toyviz.training.batches import copy_batch, copy_period_at, gpt_batch, repeat_share_at
+from toyviz.training.card import PUBLIC_DOMAIN
 from toyviz.training.distributed import Distributed
 from toyviz.training.run import Recipe, continued
 
@@ -33,6 +34,10 @@ class GPTData:
 
     def card_text(self) -> str:
         return self.text_source or SHAKESPEARE
+
+    def licence(self) -> tuple[str, str]:
+        """What the card's Data and Licence sections say of the training texts."""
+        return "Texts are public domain.", PUBLIC_DOMAIN
 
 
 def gpt_recipe(args, dist: Distributed) -> Recipe:

@@ -19,6 +19,7 @@ from toyviz.models.tokenizer import Tokenizer
 from toyviz.models.translator import ToyTranslator
 from toyviz.training import evaluate
 from toyviz.training.batches import VerseBatches, translation_batch
+from toyviz.training.card import PUBLIC_DOMAIN
 from toyviz.training.distributed import Distributed
 from toyviz.training.run import Recipe, continued
 
@@ -43,6 +44,14 @@ class VerseData:
             "`apertium-eng-spa` (GPL-2; its output is not committed): sequence-level distillation (Kim & Rush "
             "2016). Each pair is tagged with its register by a source token (`<|today|>`, `<|1909|>`) before EOS."
             if self.everyday_pairs else "")
+
+    def licence(self) -> tuple[str, str]:
+        """What the card's Data and Licence sections say of the training texts."""
+        if not self.everyday_pairs:
+            return "Texts are public domain.", PUBLIC_DOMAIN
+        return ("The Bible texts are public domain; the everyday Spanish is apertium-eng-spa's output (GPL-2).",
+                PUBLIC_DOMAIN.replace("Training texts", "Bible texts") + " The everyday pairs are made at training "
+                "time by apertium-eng-spa (GPL-2, Universitat d'Alacant and others) and are not distributed.")
 
     def bible_text(self) -> str:
         return ("Bible verses: World English Bible (Debian `sword-text-web`)"

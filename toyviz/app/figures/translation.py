@@ -21,10 +21,11 @@ def _select(stack, layer: int | None, head: int | None):
 
 
 def translation_attention(trace: TranslatorTrace, kind: str = "cross", layer: int | None = None,
-                          head: int | None = None, *, projector: bool = False) -> go.Figure:
+                          head: int | None = None, *, projector: bool = False, register: str = "") -> go.Figure:
     """One attention map of the translator: "cross" (each output token → source tokens: the
     learned alignment), "encoder" (source ↔ source) or "decoder" (output → earlier outputs,
-    future greyed); layer/head None averages over them."""
+    future greyed); layer/head None averages over them. `register` names the Spanish asked for in the
+    title (the source's register token is a column of the map)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     src, out = token_labels(trace.src_tokens), token_labels(trace.output_tokens)
@@ -35,7 +36,8 @@ def translation_attention(trace: TranslatorTrace, kind: str = "cross", layer: in
     z = masked(_select(stack, layer, head), causal=kind == "decoder")
     where = f"layer {layer}" if layer is not None else "mean over layers"
     which = f"head {head}" if head is not None else "mean over heads"
-    return attention_figure(z, rows=rows, cols=cols, title=f"{kind.capitalize()} attention — {where}, {which}",
+    into = f" into {register}" if register else ""
+    return attention_figure(z, rows=rows, cols=cols, title=f"{kind.capitalize()} attention{into} — {where}, {which}",
                             filename=f"toyviz-{kind}-attention-L{'all' if layer is None else layer}"
                                      f"-H{'all' if head is None else head}", projector=projector)
 

@@ -1,13 +1,18 @@
-"""The Translate tab: the translation, its attention, the decoder's candidates, saliency beside attention."""
+"""The Translate tab: the translation into the register chosen (today's Spanish or the 1909 Bible's), its
+attention, the decoder's candidates, saliency beside attention."""
 from __future__ import annotations
 
+from toyviz.api import REGISTER_NAMES
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import translation as translation_figs
 from toyviz.settings.controls import clamp
 
 
-def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False):
-    out, note = explorer.translate(text, beam)
+def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False,
+                   register=None):
+    register, register_note = chosen_register(explorer, register)
+    out, note = explorer.translate(text, beam, register)
+    note += register_note
     layer, layer_note = explorer.translator_layer(kind, layer)
     head = None if head in (None, "average") else clamp(head, 0, explorer.translator.config.n_head - 1, int, "head")
     # saliency is compared with the cross-attention on screen, or with its mean when another map is shown
@@ -15,7 +20,23 @@ def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="averag
     compared = (f"layer {cross_layer}" if cross_layer is not None else "mean over layers") + ", " + \
                (f"head {cross_head}" if cross_head is not None else "mean over heads")
     return (note + layer_note, out.text,
-            translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector),
+            translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector,
+                                                   register=REGISTER_NAMES[register]),
             translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector),
             translation_figs.saliency_beside_attention(explorer.source_saliency(out, cross_layer, cross_head),
                                                        compared=compared, projector=projector))
+
+
+def chosen_register(explorer: Explorer, register) -> tuple[str, str]:
+    """The register asked for, or the translator's default with a note: a checkpoint from before the registers
+    writes the 1909 Bible's Spanish alone, and a value from the API may be no register at all → (register, note)."""
+    registers = explorer.need_translator().registers
+    if register is None:                            # the translator's default: today's Spanish where it has it
+        return registers[0], ""
+    if isinstance(register, str) and register in registers:
+        return register, ""
+    if isinstance(register, str) and register in REGISTER_NAMES:
+        return registers[0], (f"This translator was trained for {REGISTER_NAMES[registers[0]]} only: "
+                              f"its translation into {REGISTER_NAMES[register]} is not there. ")
+    return registers[0], (f"The register is one of {', '.join(map(repr, REGISTER_NAMES))}: "
+                          f"shown in {REGISTER_NAMES[registers[0]]}. ")
