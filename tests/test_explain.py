@@ -364,11 +364,16 @@ def test_without_an_index_the_answer_says_why_there_are_no_counts(shipped):
 
 # ------------------------------------------------------------------ 6. the translator ----
 
-def test_source_saliency_is_the_gradient_of_each_output_tokens_log_probability(tiny_translator):
+@pytest.mark.parametrize("rows_at_once", [2, 16])
+def test_source_saliency_is_the_gradient_of_each_output_tokens_log_probability(tiny_translator, rows_at_once,
+                                                                                monkeypatch):
     """Checked by finite differences through the model's plain forward, not by a backward pass like the
     code's: gradient × input is the derivative of log p(output t) along source token i's own embedding,
     so scaling that embedding by 1 ± ε moves log p by ±ε·saliency[t, i]. The compared attention is the
-    trace's own cross-attention."""
+    trace's own cross-attention. Whether the output tokens are differentiated in one backward pass or in
+    several (ROWS_AT_ONCE: memory bounded), the answer is the same."""
+    import toyviz.interpret.explain.translation as translation_explain
+    monkeypatch.setattr(translation_explain, "ROWS_AT_ONCE", rows_at_once)
     out = tiny_translator.translate("In the beginning God created", 1, max_len=6)
     s = E.source_saliency(tiny_translator, out, layer=0, head=1)
     trace = out.trace

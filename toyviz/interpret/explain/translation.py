@@ -28,11 +28,14 @@ class SourceSaliency:
     top_match: float              # share of output tokens whose most salient source token is their most attended
 
 
+ROWS_AT_ONCE = 16     # output tokens differentiated per backward pass: all 128 at once held ~1 GB (issue 51)
+
+
 @torch.inference_mode(False)
 def source_gradients(translator: Translator, translation: Translation) -> torch.Tensor:
     """[T, S] gradient × input of each output token's log-probability with respect to the source token
-    embeddings (scaled as the model scales them; the positional vectors stay fixed), in one batched
-    backward pass (row t of the batch differentiates output t only).
+    embeddings (scaled as the model scales them; the positional vectors stay fixed), by batched backward
+    passes of ROWS_AT_ONCE output tokens (row t of a batch differentiates output t only).
 
     Can claim: a first-order, local measure of how much each source token's identity moves that output
     token. Cannot claim: that a source token with a small score is unused (gradients saturate)."""
@@ -40,16 +43,18 @@ def source_gradients(translator: Translator, translation: Translation) -> torch.
     src = torch.tensor([trace.src_ids], device=model.src_emb.weight.device)
     tgt = torch.tensor([trace.tgt_ids], device=src.device)
     targets = torch.tensor(trace.output_ids, device=src.device)             # (T,)
-    T, point = len(trace.output_ids), names.in_stack(names.ENCODER, names.TOKENS)
+    point = names.in_stack(names.ENCODER, names.TOKENS)
     seen = {}
     with torch.no_grad():
         model.encode(src, torch.ones_like(src, dtype=torch.bool), hooks=capture(seen, point))
-    with torch.enable_grad():
-        tokens = seen[point].expand(T, -1, -1).clone().requires_grad_(True)  # (T, S, C): one copy per output token
-        logp = model(src, tgt.expand(T, -1), hooks={point: lambda t: tokens}).log_softmax(-1)   # (T, T, V)
-        rows = torch.arange(T, device=src.device)
-        grads, = torch.autograd.grad(logp[rows, rows, targets].sum(), tokens)
-    return (grads * tokens.detach()).sum(-1).float().cpu()                   # (T, S)
+    scores = []
+    for rows in torch.arange(len(targets), device=src.device).split(ROWS_AT_ONCE):
+        with torch.enable_grad():
+            tokens = seen[point].expand(len(rows), -1, -1).clone().requires_grad_(True)   # (B, S, C): one per row
+            logp = model(src, tgt.expand(len(rows), -1), hooks={point: lambda t: tokens}).log_softmax(-1)  # (B, T, V)
+            grads, = torch.autograd.grad(logp[torch.arange(len(rows)), rows, targets[rows]].sum(), tokens)
+        scores.append((grads * tokens.detach()).sum(-1).float().cpu())       # (B, S)
+    return torch.cat(scores)                                                 # (T, S)
 
 
 def source_saliency(translator: Translator, translation: Translation, layer: int | None = None,
