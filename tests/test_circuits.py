@@ -260,3 +260,11 @@ def test_a_long_prompt_is_traced_over_its_last_tokens_with_a_note(tiny_gpt):
     assert circuit.folded == 0 or "folded into the error nodes" in circuit.limits_note()
     short = trace(tiny_gpt, transcoders, PROMPT)
     assert short.cut == 0 and short.limits_note() == "" and short.prompt == PROMPT
+
+
+def test_a_graph_past_its_memory_is_refused_before_it_is_made(case, monkeypatch):
+    import toyviz.interpret.circuits.graph as graph_module
+    model, transcoders, ids, target = case
+    monkeypatch.setattr(graph_module, "MAX_GRAPH_BYTES", 1000)
+    with pytest.raises(UserError, match="past the 0 MB a graph may take: shorten the prompt"):
+        attribute(model, transcoders, ids, target)

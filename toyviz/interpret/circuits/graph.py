@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
+from toyviz.errors import UserError
 from toyviz.interpret.circuits import frozen
 from toyviz.interpret.transcoders import TranscoderSet
 
@@ -68,16 +69,27 @@ class Graph:
         return torch.repeat_interleave(torch.arange(4), torch.tensor(counts))
 
 
+# the N × N matrices a graph holds at once while it is pruned (the adjacency, its normalised copy, the kept part,
+# the edges' influence, their masks): what `attribute` checks before it allocates any
+MATRICES_AT_ONCE = 6
+MAX_GRAPH_BYTES = 1 << 30
+
+
 def attribute(model, transcoders: TranscoderSet, ids: list[int], target: int, batch: int = 256,
               max_features: int | None = None) -> Graph:
     """The full (unpruned) graph of the GPT predicting `target` after `ids`, with at most `max_features` feature
-    nodes (the rest folded into the errors: frozen.strongest)."""
+    nodes (the rest folded into the errors: frozen.strongest). A graph whose matrices would pass MAX_GRAPH_BYTES is
+    refused before they are made (a UserError saying so)."""
     prompt = frozen.record(model, transcoders, ids, target, max_features)
     leaves = prompt.leaves
     layer, position, slot = prompt.active()
     feature = prompt.slots[layer, position, slot]
     n, (L, T, _) = len(layer), leaves.errors.shape
     N = n + L * T + T + 1
+    needed = MATRICES_AT_ONCE * N * N * leaves.tokens.element_size()
+    if needed > MAX_GRAPH_BYTES:
+        raise UserError(f"this graph would have {N:,} nodes and need {needed / 2**20:,.0f} MB, past the "
+                        f"{MAX_GRAPH_BYTES / 2**20:,.0f} MB a graph may take: shorten the prompt")
     with torch.no_grad():
         W_dec = torch.stack([t.W_dec for t in transcoders])                   # (L, F, d)
         W_enc = torch.stack([t.W_enc for t in transcoders])                   # (L, d, F)
