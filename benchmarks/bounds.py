@@ -42,8 +42,9 @@ def worst_calls(explorer):
     from toyviz.app.compute import export_tab
     from toyviz.app.tabs import TABS
     from toyviz.app.views import circuits, sampling, size, why
+    from toyviz.interpret.explain import PAIRS
     from toyviz.settings.controls import DEFAULTS, MAX_BEAM, MAX_NEW_TOKENS
-    sizes = explorer.sizes()
+    sizes, pair = explorer.sizes(), PAIRS[0]
     page = {"prompt": DEFAULTS["prompt"], "projector": False, "model": "gpt", "metric": "cosine", "layer": 0,
             "head": 0, "mode": "probs", "ablate": [], "query": -1, "last_word": "dream", "norm_name": "block0.ln1",
             "ln_position": -1, "res_position": -1, "why_token": "", "feature": -1, "feature_search": "",
@@ -62,9 +63,9 @@ def worst_calls(explorer):
                                     -1, 0.0]
     calls |= {"generate": (sampling.generate_view, sampling_args(page, 16), sampling_args(worst, MAX_NEW_TOKENS)),
               "kv_cache": (sampling.kv_cache_view, [page["prompt"]], [LONG_PROMPT]),
-              "size": (size.size_view, ["gpt2"], ["custom", 96, 96, 12288, 49152, 50257, 8192, "gelu", True]),
-              "patching": (why.patching_view, ["The cat sat", "The dog sat", "", ""],
-                           [LONG_PROMPT, LONG_PROMPT.replace("winter", "summer"), "", "", True]),
+              "size": (size.size_view, ["gpt2"], ["custom", 96, 96, 12288, 49152, 50257, 8192, "learned", "gelu",
+                                                  True, True]),
+              "patching": (why.patching_view, [pair.clean, pair.corrupted, "", ""], [LONG_PROMPT, LONG_PROMPT, "", "", True]),
               "circuit": (circuits.circuit_json, [page["prompt"], ""], [LONG_PROMPT, ""]),
               "circuit_intervene": (circuits.intervention_view, [page["prompt"], "", "", 0.0],
                                     [LONG_PROMPT, "", "", 4.0, True]),
@@ -87,7 +88,10 @@ def one(name: str, threads: int) -> dict:
     from toyviz.errors import UserError
     explorer = Explorer.load("gpt", "translator", "cpu")
     render, page, worst = worst_calls(explorer)[name]
-    run(render, explorer, page)
+    try:
+        run(render, explorer, page)
+    except UserError:                     # an intervention before a feature is picked: what a first visit gets
+        pass
     if name == "circuit_intervene":       # a feature of the worst graph, as a student clicks one
         from toyviz.app.views.circuits import circuit_of
         circuit, _ = circuit_of(explorer, LONG_PROMPT, "")

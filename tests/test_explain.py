@@ -175,6 +175,20 @@ def test_saliency_matches_a_plain_autograd_gradient(tiny_gpt):
     assert s.logit == pytest.approx(float(logit.detach()), abs=1e-4)
 
 
+def test_integrated_gradients_are_the_same_whatever_steps_a_pass_takes(tiny_gpt, monkeypatch):
+    """The path's rows go through the model STEPS_AT_ONCE at a time (memory bounded); all at once or three at a
+    time, every number is the same."""
+    import toyviz.interpret.explain.input_saliency as input_saliency
+    monkeypatch.setattr(input_saliency, "STEPS_AT_ONCE", 1000)
+    whole = E.saliency(tiny_gpt, TEXT, steps=8)
+    monkeypatch.setattr(input_saliency, "STEPS_AT_ONCE", 3)
+    parts = E.saliency(tiny_gpt, TEXT, steps=8)
+    torch.testing.assert_close(parts.integrated, whole.integrated, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(parts.grad_x_input, whole.grad_x_input, rtol=1e-5, atol=1e-6)
+    assert parts.baseline_logit == pytest.approx(whole.baseline_logit, abs=1e-5) and parts.gap == pytest.approx(
+        whole.gap, abs=1e-5)
+
+
 @pytest.mark.parametrize("baseline", ["bos"])          # the default; "zero" needs far more steps on the RoPE GPT
 def test_integrated_gradients_complete_within_5_percent_on_the_shipped_gpt(shipped, baseline):
     for text in ("KING RICHARD.\nNorfolk, for thee remains a heavier doom,\nWhich I with some unwillingness",

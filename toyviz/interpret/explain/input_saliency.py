@@ -48,12 +48,15 @@ def _baseline(gpt: GPT, tok: torch.Tensor, baseline: str) -> torch.Tensor:
     raise UserError(f"baseline must be 'bos' or 'zero', not {baseline!r}")
 
 
+STEPS_AT_ONCE = 4    # rows of the path a forward and backward pass takes: ~28 MB a row at 256 tokens (33 at once: 0.93 GB)
+
+
 @torch.inference_mode(False)                                          # gradients, even if the caller is in inference mode
 def saliency(gpt: GPT, text: str, token=None, *, position: int = -1, steps: int = 32,
              baseline: str = "bos") -> Saliency:
     """Gradient × input, and integrated gradients from `baseline` ("bos": the BOS token's embedding
     at every position, so the BOS position itself always scores 0; "zero": no token at all) in
-    `steps` trapezoid steps (steps + 1 gradients, one batched forward and backward).
+    `steps` trapezoid steps (steps + 1 gradients, in batched forward and backward passes of STEPS_AT_ONCE).
 
     Can claim: integrated gradients split logit(input) − logit(baseline) among the input tokens
     (completeness; `gap` says how well `steps` achieve it). Cannot claim: that the split is unique
@@ -71,13 +74,15 @@ def saliency(gpt: GPT, text: str, token=None, *, position: int = -1, steps: int 
         base = _baseline(gpt, tok, baseline)
         alphas = torch.linspace(0, 1, steps + 1, device=tok.device)[:, None, None]
         path = (base + alphas * (tok - base)).detach()                # (S+1, T, C), path[-1] is the input
-    with torch.enable_grad():
-        path.requires_grad_(True)
-        # the token embeddings become the path (positions are added to it as usual): S+1 rows at once
-        logits, _ = model(torch.tensor([ids], device=gpt.device), hooks={names.TOKENS: lambda t: path})
-        logit = logits[:, p, target]                                  # (S+1,)
-        grads, = torch.autograd.grad(logit.sum(), path)               # (S+1, T, C)
-    logit = logit.detach()
+    logits, grads = [], []
+    for rows in path.split(STEPS_AT_ONCE):
+        with torch.enable_grad():
+            rows = rows.clone().requires_grad_(True)
+            # the token embeddings become the path's rows (positions are added to them as usual)
+            out, _ = model(torch.tensor([ids], device=gpt.device), hooks={names.TOKENS: lambda t, rows=rows: rows})
+            logits.append(out[:, p, target])                          # (B,)
+            grads += torch.autograd.grad(logits[-1].sum(), rows)      # (B, T, C)
+    logit, grads = torch.cat(logits).detach(), torch.cat(grads)       # (S+1,), (S+1, T, C)
     w = torch.full((steps + 1,), 1.0 / steps, device=tok.device)
     w[0] = w[-1] = 0.5 / steps                                        # trapezoid rule
     integrated = ((tok - base)[0] * torch.einsum("s,std->td", w, grads)).sum(-1)   # (T,)
