@@ -34,8 +34,7 @@ from toyviz.app.views.positional import formula_view
 from toyviz.app.views.sampling import generate_view, generation_pending, kv_cache_view
 from toyviz.app.views.size import preset_fields, size_view
 from toyviz.app.views.why import pair_fields, patching_view, why_choices
-from toyviz.app.widgets import (TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, redraw_current,
-                                 show_clamped)
+from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, redraw_current
 from toyviz.app.drawn import Drawn
 from toyviz.app.compute import binder, default_workers, export_tab, start_workers
 from toyviz.app.explorer import Explorer
@@ -175,8 +174,6 @@ def wire_tabs(ui, tabs: dict, bind):
     for example in ui.prompt_examples:      # (a js-only step after an example's load is never run: Gradio's way)
         example.load_input_event.then(limited(refresh, "view"), [ui.current] + ui.all_inputs, ui.all_outputs, js=js,
                                       api_visibility="private", concurrency_limit=ui.at_once)
-    for control in {id(c): c for c in ui.all_inputs if isinstance(c, gr.Slider)}.values():
-        show_clamped(control)
 
 
 def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
@@ -208,8 +205,6 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
     gen_event.then(ready, None, ui.go, queue=False, api_visibility="private")
     gr.Button(visible=False).click(generate, sampling, streamed, api_name="generate",
                                    concurrency_limit=GENERATIONS_AT_ONCE, concurrency_id="generate")
-    for control in (ui.max_new, ui.steer_alpha):
-        show_clamped(control)
     browser_model.page_first(ui.stop.click, "stop", [], cancels=[gen_event]).success(ready, None, ui.go, queue=False,
                                                                                  api_visibility="private")
     ui.kv_button.click(limited(bind(kv_cache_view), "kv_cache"), ui.prompt, ui.kv_text, api_name="kv_cache",
@@ -272,12 +267,11 @@ def wire_links(ui):
         None, ui.link, ui.link, js="(q) => { const u = location.origin + location.pathname + q; "
                                    "navigator.clipboard && navigator.clipboard.writeText(u).catch(() => {}); return u; }")
     ui.projector.change(None, ui.projector, None, js=TOGGLE_PROJECTOR)
-    ui.link_upper = {"layer": ui.layer.maximum, "head": ui.head.maximum, "query": ui.query.maximum,
-                     "snapshot": ui.snapshot.maximum}
 
     def restore(request: gr.Request):
-        """Deep link: the URL query sets the tab and every control it names, clamped to the sliders."""
-        s = links.parse(request.query_params if request else {}, upper=ui.link_upper)
+        """Deep link: the URL query sets the tab and every control it names (its renderer settles a number past
+        the range, and says so: toyviz.settings.links)."""
+        s = links.parse(request.query_params if request else {})
         return [gr.Tabs(selected=s["tab"])] + [s[key] for key in state]
 
     ui.restore, ui.link_controls = restore, controls

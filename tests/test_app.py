@@ -458,40 +458,48 @@ def test_special_token_text_in_the_prompt_is_plain_text(shipped):
     shipped.still_answers()
 
 
-OUT_OF_RANGE = [
-    ("negative temperature", "/next_token", (PROMPT, -3.0, 50, 0.95, False), "less than minimum value 0"),
-    ("negative temperature", "/generate", (PROMPT, -0.5, 50, 0.95, 8, 0, False), "less than minimum value 0"),
-    ("top_k 10**9", "/next_token", (PROMPT, 0.8, 10**9, 0.95, False), "greater than maximum value 200"),
-    ("top_k 10**9", "/generate", (PROMPT, 0.8, 10**9, 0.95, 8, 0, False), "greater than maximum value 200"),
-    ("top_p 0", "/next_token", (PROMPT, 0.8, 50, 0.0, False), "less than minimum value 0.05"),
-    ("max_new 10**6", "/generate", (PROMPT, 0.8, 50, 0.95, 10**6, 0, False), "greater than maximum value"),
-    ("layer 99", "/attention", (PROMPT, 99, 0, "probs", [], False), "greater than maximum value"),
-    ("layer 99", "/inside", (PROMPT, 99, 0, -1, "dream", False), "greater than maximum value"),
-    ("head -5", "/attention", (PROMPT, 0, -5, "probs", [], False), "less than minimum value 0"),
-    ("head -5", "/inside", (PROMPT, 0, -5, -1, "dream", False), "less than minimum value 0"),
-    ("query 10**6", "/inside", (PROMPT, 0, 0, 10**6, "dream", False), "greater than maximum value"),
-    ("position -10**6", "/residual", (PROMPT, -10**6, False), "less than minimum value -1"),
-    ("beam 1000", "/translate", (SOURCE, 1000, "cross", "average", "average", False), "greater than maximum value 8"),
-    ("snapshot 99", "/model", (PROMPT, 99, "step", False), "greater than maximum value"),
+OUT_OF_RANGE = [     # (what, endpoint, its inputs, which output is its note, what the note says)
+    ("negative temperature", "/next_token", (PROMPT, -3.0, 50, 0.95, False), 0,
+     "temperature -3 is below the lowest, 0"),
+    ("negative temperature", "/generate", (PROMPT, -0.5, 50, 0.95, 8, 0, False), 0,
+     "temperature -0.5 is below the lowest, 0"),
+    ("top_k 10**9", "/next_token", (PROMPT, 0.8, 10**9, 0.95, False), 0, "top-k 1000000000 is above the highest, 200"),
+    ("top_k 10**9", "/generate", (PROMPT, 0.8, 10**9, 0.95, 8, 0, False), 0, "top-k 1000000000 is above the highest"),
+    ("top_p 0", "/next_token", (PROMPT, 0.8, 50, 0.0, False), 0, "top-p 0 is below the lowest, 0.05"),
+    ("max_new 300", "/generate", (PROMPT, 0.0, 50, 0.95, 300, 0, False), 0,
+     "max new tokens 300 is above the highest, 256"),
+    ("layer 99", "/attention", (PROMPT, 99, 0, "probs", [], False), 0, "layer 99 is past the last"),
+    ("layer 99", "/inside", (PROMPT, 99, 0, -1, "dream", False), 0, "layer 99 is past the last"),
+    ("head -5", "/attention", (PROMPT, 0, -5, "probs", [], False), 0, "head -5 is below the first, 0"),
+    ("head -5", "/inside", (PROMPT, 0, -5, -1, "dream", False), 0, "head -5 is below the first, 0"),
+    ("query 10**6", "/inside", (PROMPT, 0, 0, 10**6, "dream", False), 0, "query position 1000000 is past the last"),
+    ("position -10**6", "/residual", (PROMPT, -10**6, False), 0, "token position -1000000 is below the first"),
+    ("beam 9", "/translate", (SOURCE, 9, "cross", "average", "average", False), 0,
+     "beam width 9 is above the highest, 8: using 8"),
+    ("snapshot 99", "/model", (PROMPT, 99, "step", False), 3, "training snapshot 99 is past the last"),
 ]
 
 
-@pytest.mark.parametrize("what,api,args,message", OUT_OF_RANGE, ids=[f"{a[1:]}-{w}" for w, a, _, _ in OUT_OF_RANGE])
-def test_out_of_range_numbers_get_a_message_naming_the_bound(shipped, what, api, args, message):
+@pytest.mark.parametrize("what,api,args,at,said", OUT_OF_RANGE, ids=[f"{a[1:]}-{w}" for w, a, *_ in OUT_OF_RANGE])
+def test_out_of_range_numbers_are_the_nearest_bound_and_the_note_says_so(shipped, what, api, args, at, said):
+    """Issue 51: one rule for a number past its range, typed, from the API or a link (toyviz.settings.controls.settle;
+    every control: tests/test_inputs.py) — Gradio's sliders no longer refuse it in words of their own."""
     if api == "/translate" and shipped.explorer.translator is None:
         pytest.skip("no shipped translator")
-    with pytest.raises(AppError, match=message):
-        shipped.call(*args, api=api)
+    out = shipped.stream(*args, api=api)[-1] if api == "/generate" else shipped.call(*args, api=api)
+    assert said in out[at], out[at]
     shipped.still_answers()
 
 
 WRONG_TYPES = [
-    ("/attention", (PROMPT, "one", 0, "probs", [], False), r"Expected a `float`.*'one'"),
-    ("/attention", (PROMPT, 0, "two", "probs", [], False), r"Expected a `float`.*'two'"),
-    ("/next_token", (PROMPT, "hot", 50, 0.95, False), r"Expected a `float`.*'hot'"),
-    ("/generate", (PROMPT, 0.8, 50, 0.95, "many", 0, False), r"Expected a `float`.*'many'"),
+    # a control's slider leaves its value to the renderer's rule, which names the range (toyviz.settings.controls)
+    ("/attention", (PROMPT, "one", 0, "probs", [], False), r"layer must be a whole number from 0 to \d+, not 'one'"),
+    ("/attention", (PROMPT, 0, "two", "probs", [], False), r"head must be a whole number from 0 to \d+, not 'two'"),
+    ("/next_token", (PROMPT, "hot", 50, 0.95, False), r"temperature must be a number from 0 to 2, not 'hot'"),
+    ("/generate", (PROMPT, 0.8, 50, 0.95, "many", 0, False), r"max new tokens must be a whole number .*'many'"),
     ("/generate", (PROMPT, 0.8, 50, 0.95, 8, "abc", False), r"'abc'"),
-    ("/translate", (SOURCE, "wide", "cross", "average", "average", False), r"Expected a `float`.*'wide'"),
+    ("/translate", (SOURCE, "wide", "cross", "average", "average", False),
+     r"beam width must be .* from 1 to 8.*'wide'"),
     ("/size", ("custom", "x", 12, 768, 0, 50257, 1024, "learned", "gelu", True, False), r"'x'"),
     ("/size", ("custom", 2, 12, 768, 0, 50257, 1024, "spiral", "gelu", True, False), "not in the list of choices"),
     ("/tokens", (None, False), "the prompt must be text"),

@@ -234,16 +234,24 @@ def test_why_this_token_links_its_numbers_and_patches_a_pair(url, page):
 
 def test_a_number_typed_past_a_sliders_range_is_shown_and_used_clamped(url, page):
     """A lecturer types 99 into the layer box: the box says 3 (the last layer), the figures show layer 3,
-    and no error appears; -5 likewise becomes 0."""
+    the note says why (issue 51: "layer 99 is past the last, 3: showing 3"), and no error appears; -5 likewise
+    becomes 0. A deep link with the same number gets the same note."""
     open_app(page, url, "?tab=attention")
     expect()(title(page, "attn-plot")).to_contain_text("layer 0, head 0", timeout=WAIT)
     last = Explorer.load("gpt", "no-translator", "cpu").gpt.config.n_layer - 1
     box = page.locator("#layer input[type=number]")
-    for typed, shown in (("99", last), ("-5", 0)):
+    for typed, shown, said in (("99", last, f"layer 99 is past the last, {last}: showing {last}."),
+                               ("-5", 0, "layer -5 is below the first, 0: showing 0.")):
         box.fill(typed)
         page.keyboard.press("Tab")
         expect()(box).to_have_value(str(shown), timeout=WAIT)
         expect()(title(page, "attn-plot")).to_contain_text(f"layer {shown}, head 0", timeout=WAIT)
+        expect()(page.locator("#note")).to_contain_text(said, timeout=WAIT)
+    open_app(page, url, "?tab=features&feature=999999")
+    expect()(page.locator("#note")).to_contain_text("feature 999999 is past the last, 2047: showing 2047.",
+                                                    timeout=WAIT)
+    expect()(page.locator("#feature-about")).to_contain_text("Feature #2047:", timeout=WAIT)
+    shot(page, "feature-past-the-last")
     settle(page)
     assert not error_toasts(page) and not page.errors, (error_toasts(page), page.errors)
 

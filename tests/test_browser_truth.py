@@ -1,5 +1,6 @@
 """Issue #32 in Chromium: every output shows what the current inputs produce or is cleared with the
-reason, a number out of range is refused in place, and a user's mistake never becomes a corner toast.
+reason, a number out of range is the nearest in range and the note says so (issue 51), and a user's mistake
+never becomes a corner toast.
 
 Reuses tests/test_browser.py's server, browser and helpers (skipped as it is). Screenshots land in
 screenshots/truth-*.png.
@@ -70,31 +71,33 @@ def test_an_empty_english_input_clears_the_last_translation(url, page):
     assert not toasts(page), toasts(page)
 
 
-@pytest.mark.parametrize("typed, words", [("999999", "from -1 to"), ("-5", "not -5")])
-def test_a_steering_feature_out_of_range_is_refused_in_place(url, page, typed, words):
+@pytest.mark.parametrize("typed, words", [("999999", "steering feature 999999 is above the highest, 2047: using 2047."),
+                                          ("-5", "steering feature -5 is below the lowest, -1 (off): using -1.")])
+def test_a_steering_feature_out_of_range_is_the_nearest_and_said_in_place(url, page, typed, words):
+    """Issue 51's one rule: never another feature in silence — the nearest one, and the note says so."""
     open_app(page, url, "?tab=sample&max_new=4&steer_alpha=5")
     expect()(title(page, "bars-plot")).to_contain_text("Next token", timeout=WAIT)
     page.locator("#steer-feature input").fill(typed)
     page.locator("#generate").click()
     expect()(page.locator("#note")).to_contain_text(words, timeout=WAIT)
-    expect()(page.locator("#bars-plot .annotation-text").first).to_contain_text("steer feature")
-    assert page.locator("#generated .token-prob").count() == 0
     expect()(page.locator("#generate")).to_have_text("Generate", timeout=WAIT)
+    assert page.locator("#generated .token-prob").count() == 4
     settle(page)
     shot(page, f"truth-steer-{typed}")
     assert not toasts(page) and not page.errors, (toasts(page), page.errors)
 
 
-@pytest.mark.parametrize("typed", ["999999", "-5"])
-def test_a_feature_number_out_of_range_is_refused_where_its_dashboard_was(url, page, typed):
+@pytest.mark.parametrize("typed, words", [("999999", "feature 999999 is past the last, 2047: showing 2047."),
+                                          ("-5", "feature -5 is below the first, -1 (the prompt's strongest)")])
+def test_a_feature_number_out_of_range_is_the_nearest_and_said_in_place(url, page, typed, words):
     open_app(page, url, "?tab=features")
     expect()(title(page, "feature-contexts-plot")).not_to_be_empty(timeout=WAIT)
     settle(page)
     page.locator("#feature input").fill(typed)
     page.keyboard.press("Tab")
-    expect()(page.locator("#feature-contexts-plot .annotation-text").first).to_contain_text("from -1 to", timeout=WAIT)
-    expect()(page.locator("#feature input")).to_have_value(typed)         # the box and the message agree
-    assert "Feature #" not in page.locator("#feature-about").inner_text()
+    expect()(page.locator("#note")).to_contain_text(words, timeout=WAIT)
+    expect()(page.locator("#feature input")).to_have_value(typed)         # the note says why the box differs
+    expect()(page.locator("#feature-about")).to_contain_text("Feature #")
     shot(page, f"truth-feature-{typed}")
     assert not toasts(page), toasts(page)
 

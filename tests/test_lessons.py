@@ -160,12 +160,9 @@ def test_a_feature_the_shipped_dictionary_has_not_is_refused(shipped_explorer):
 def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_explorer):
     parsed = check(library.load(path), shipped_explorer.gpt, features=shipped_explorer.features)
     assert len(parsed.steps) >= 5 and sum(s.question is not None for s in parsed.steps) >= 3
-    sizes = shipped_explorer.sizes()
-    upper = {"layer": sizes.layers - 1, "head": sizes.heads - 1, "query": sizes.context - 1,
-             "snapshot": sizes.snapshots - 1}              # the bounds the app's restore passes to links.parse
     for step in parsed.steps:
         assert step.text or step.point, step.title
-        assert links.parse(dict(parse_qsl(step.link[1:])), upper) == step.view, step.title
+        assert links.parse(dict(parse_qsl(step.link[1:]))) == step.view, step.title
 
 
 @needs_shipped
@@ -230,9 +227,8 @@ def test_a_lesson_link_starts_a_lecture_whose_steps_are_deep_links(presenting):
     lectern, name = presenting
     shown = lectern.open({"lesson": name})
     assert (shown.lecture.step, shown.lecture.steps, shown.hides) == (0, 3, False)
-    upper = {"layer": 1, "head": 3, "query": 63, "snapshot": 0}
     for n, step in enumerate(shown.lesson.steps):
-        assert presenter.view(shown, upper) == links.parse(dict(parse_qsl(step.link[1:])), upper) == step.view
+        assert presenter.view(shown) == links.parse(dict(parse_qsl(step.link[1:]))) == step.view
         shown = lectern.move(shown.secret, +1)
         assert shown.lecture.step == min(n + 1, 2)                     # Next on the last step stays there
     shown = lectern.move(shown.secret, -5)
@@ -240,7 +236,7 @@ def test_a_lesson_link_starts_a_lecture_whose_steps_are_deep_links(presenting):
     bar = presenter.bar(shown, lectern.lectures, "http://hall:7860/")
     assert "1 / 3" in bar and "<em>text</em>" in bar and shown.lecture.code in bar and "<svg" in bar
     assert "hall:7860/class/" + shown.lecture.code in bar
-    assert shown.secret not in bar and shown.secret not in str(presenter.view(shown, upper))
+    assert shown.secret not in bar and shown.secret not in str(presenter.view(shown))
 
 
 def test_a_question_is_covered_until_reveal_then_the_model_answers_beside_the_votes(presenting, tiny_gpt):

@@ -147,10 +147,12 @@ def test_infinities_fall_back_and_never_raise(link_ends):
     assert not refused(NOT_FINITE, link_ends)
 
 
-def test_out_of_range_numbers_are_clamped_or_fall_back(link_ends):
+def test_out_of_range_numbers_reach_their_controls_as_written(link_ends):
+    """Not clamped here, in silence: the tab's renderer settles them and its note says what it changed, as for a
+    typed value (tests/test_inputs.py)."""
     assert not refused(OUT_OF_RANGE, link_ends)
-    top = links.parse({"temperature": "5", "beam": "1000", "top_k": "10**9"})
-    assert (top["temperature"], top["beam"]) == (controls.RANGES["temperature"][1], controls.RANGES["beam"][1])
+    top = links.parse({"temperature": "5", "beam": "1000", "top_k": "10**9", "feature": "-5", "seed": "1.5"})
+    assert (top["temperature"], top["beam"], top["top_k"], top["feature"], top["seed"]) == (5, 1000, 50, -5, 1.5)
 
 
 def test_an_empty_prompt_in_a_link_falls_back():
@@ -185,16 +187,22 @@ def restore(fn, query: dict):
 
 
 def control_accepts(component, value) -> str:
-    """'' when the component takes the value as the page would send it back, else why not."""
+    """'' when the component takes the value as the page would send it back, else why not. A control's slider
+    (widgets.SettledSlider) takes a number past its range: its renderer settles it, and says so."""
     import gradio as gr
+    from toyviz.app.widgets import SettledSlider
     kind = type(component).__name__
     if isinstance(component, gr.Slider):
         if not (isinstance(value, (int, float)) and math.isfinite(value)):
             return f"{kind} {component.label!r}: {value!r} is not a finite number"
-        if not component.minimum <= value <= component.maximum:
+        try:
+            component.preprocess(component.postprocess(value))
+        except gr.Error as err:
+            return f"{kind} {component.label!r}: {value!r} refused: {err}"
+        if not isinstance(component, SettledSlider) and not component.minimum <= value <= component.maximum:
             return f"{kind} {component.label!r}: {value!r} outside [{component.minimum}, {component.maximum}]"
     elif isinstance(component, gr.Number):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and abs(value) < 2**53):
+        if not (isinstance(value, (int, float)) and math.isfinite(value)):
             return f"{kind} {component.label!r}: {value!r} cannot travel as JSON"
     elif isinstance(component, gr.Radio):
         if value not in [c[1] if isinstance(c, tuple) else c for c in component.choices]:

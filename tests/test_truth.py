@@ -1,6 +1,7 @@
-"""Issue #32, every panel tells the truth, without a browser: a number outside its range is refused with
-a message naming the range (never silently replaced by another), and what a panel claims holds for
-the shipped models. The page itself is checked in tests/test_browser_truth.py."""
+"""Issue #32, every panel tells the truth, without a browser: a number outside its range is never silently
+replaced by another — it is the nearest in range and the note says so (issue 51's one rule, for typed values and
+deep links alike: tests/test_inputs.py) — and what a panel claims holds for the shipped models. The page itself is
+checked in tests/test_browser_truth.py."""
 import pytest
 
 import toyviz
@@ -23,17 +24,20 @@ def shipped() -> Explorer:
 
 
 @pytest.mark.parametrize("feature", [999999, -5, 2.5])
-def test_a_feature_number_outside_the_dictionary_is_refused_with_its_range(shipped, feature):
+def test_a_feature_number_outside_the_dictionary_is_said_to_be_the_nearest(shipped, feature):
     last = len(shipped.features()) - 1
-    with pytest.raises(UserError, match=rf"from -1 to {last} \(-1 = the prompt's strongest\), not {feature}"):
-        features_view(shipped, PROMPT, feature, "")
+    note, _, about, *_ = features_view(shipped, PROMPT, feature, "")
+    shown = {999999: last, -5: -1, 2.5: 3}[feature]
+    assert note.startswith(f"feature {feature} is ") and note.endswith(f": showing {shown}. "), note
+    assert (f"Feature #{shown}:" in about) == (shown >= 0)
     assert f"Feature #{last}:" in features_view(shipped, PROMPT, last, "")[2]     # the range's ends still work
 
 
 @pytest.mark.parametrize("token", [999999, -3])
-def test_a_token_id_past_the_vocabulary_is_refused_not_explained_as_another(shipped, token):
-    with pytest.raises(UserError, match=f"token id must be a whole number from 0 to {shipped.gpt.config.vocab_size - 1}"):
-        why_view(shipped, PROMPT, token)
+def test_a_token_id_past_the_vocabulary_is_explained_as_the_nearest_and_said_so(shipped, token):
+    shown = shipped.gpt.config.vocab_size - 1 if token > 0 else 0
+    note = why_view(shipped, PROMPT, token)[0]
+    assert f"token id {token} is " in note and f": showing {shown}. " in note, note
 
 
 @pytest.mark.parametrize("typed", ["999999", "-3"])
@@ -43,10 +47,16 @@ def test_digits_typed_in_the_token_box_are_text_not_an_id(shipped, typed):     #
 
 
 @pytest.mark.parametrize("feature, alpha", [(999999, 5.0), (-5, 5.0), (-5, 0.0), (999999, 0.0)])
-def test_a_steering_feature_outside_the_dictionary_is_refused_before_a_token_is_drawn(shipped, feature, alpha):
-    with pytest.raises(UserError, match=rf"steer feature must be a whole number from -1 to "
-                                          rf"{len(shipped.features()) - 1} \(-1 = off\)"):
-        next(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 4, 0, False, feature, alpha))
+def test_a_steering_feature_outside_the_dictionary_is_said_before_a_token_is_drawn(shipped, feature, alpha):
+    last = len(shipped.features()) - 1
+    note = next(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 4, 0, False, feature, alpha))[0]
+    if feature < 0:                 # off, whatever the strength
+        assert "steering feature -5 is below the lowest, -1 (off): using -1. " in note and "Steered" not in note
+    elif alpha:
+        assert f"steering feature 999999 is above the highest, {last}: using {last}. " in note
+        assert f"Steered: feature #{last} " in note
+    else:                           # strength 0: no steering, so no feature to settle
+        assert "steering" not in note and "Steered" not in note
 
 
 def induction_heads(explorer) -> set[tuple[int, int]]:

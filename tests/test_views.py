@@ -237,17 +237,19 @@ def test_what_the_renderers_say(shipped):
     assert "baseline" in summary and {d.name for d in curves.data} >= {"baseline", "rope"} and results
 
 
-def test_the_renderers_clamp_to_the_controls_ranges(shipped):
-    """Behind Gradio's slider bounds the renderers clamp again (a browser or an old client may send
-    anything), to the same ranges the sliders and the links use (toyviz.settings.controls.RANGES)."""
+def test_the_renderers_settle_to_the_controls_ranges_and_say_so(shipped):
+    """A value past its range (typed, from the API or a link: the sliders pass it on) is the nearest bound, in the
+    figure and in the note (toyviz.settings.controls.settle; every control: tests/test_inputs.py)."""
     cfg = shipped.gpt.config
-    head = attention_view(shipped, PROMPT, 99, -5, "probs", [], False)[2]
+    note, _, head, *_ = attention_view(shipped, PROMPT, 99, -5, "probs", [], False)
     assert f"layer {cfg.n_layer - 1}, head 0" in title(head)
-    bars = next_token_view(shipped, PROMPT, -3.0, 10**9, 7.0, False)[1]
+    assert f"layer 99 is past the last, {cfg.n_layer - 1}" in note and "head -5 is below the first, 0" in note
+    note, bars = next_token_view(shipped, PROMPT, -3.0, 10**9, 7.0, False)
     top_k, top_p = RANGES["top_k"][1], RANGES["top_p"][1]
     assert "temperature 0," in title(bars) and f"top-k {top_k}" in title(bars) and f"top-p {top_p:g}" in title(bars)
+    assert f"top-k 1000000000 is above the highest, {top_k}: using {top_k}" in note
     assert "top-p 0.05" in title(next_token_view(shipped, PROMPT, 0.8, 50, 0.0001)[1])
-    with pytest.raises(UserError, match="layer must be a number"):
+    with pytest.raises(UserError, match="layer must be a whole number from 0 to"):
         attention_view(shipped, PROMPT, "one", 0)
     with pytest.raises(UserError, match="NaN"):
         next_token_view(shipped, PROMPT, float("nan"), 50, 0.95)
@@ -423,8 +425,8 @@ def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(
     assert hits and f"**#{hits[0]}**" in features_view(shipped, PROMPT, 5, "lord")[-1]
     assert "Feature #5:" in features_view(shipped, PROMPT, 5, "")[2]
     last = len(features) - 1
-    with pytest.raises(UserError, match=f"from -1 to {last}"):       # refused: the box would still say 10**6
-        features_view(shipped, PROMPT, 10**6, "")
+    note, _, about, *_ = features_view(shipped, PROMPT, 10**6, "")       # the box still says 10**6: the note says why
+    assert f"feature 1000000 is past the last, {last}: showing {last}" in note and f"Feature #{last}:" in about
 
 
 def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_text(shipped, monkeypatch):

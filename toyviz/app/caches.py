@@ -16,7 +16,7 @@ from toyviz.interpret.dictionary import load_features
 from toyviz.models.checkpoint import CheckpointError
 from toyviz.app.loaded import Models, clean_prompt
 from toyviz.serving.memory import LRU, MB
-from toyviz.settings.controls import clamp
+from toyviz.settings.controls import clamp, context_note
 
 INDEX_WAIT_S = 3.0       # how long a question waits for the index: building it from a local copy takes < 1 s
 
@@ -50,8 +50,7 @@ class Caches(Models):
         key = (id(gpt), text, causal, tuple(sorted(ablate)))
         trace = self.traces.get(key, lambda: gpt.trace(text, causal=causal, ablate=ablate))
         if trace.truncated:
-            note += (f"Only the first {len(trace.tokens)} tokens fit the model's context; "
-                     f"{trace.truncated} more were left out. ")
+            note += context_note(len(trace.tokens), trace.truncated)
         return trace, note
 
     def snapshot_trace(self, index, prompt):
@@ -117,7 +116,7 @@ class Caches(Models):
                                                                            sources_reason=reason))
         dropped = gpt.encode(text)[1]
         if dropped:
-            note += f"Only the first {len(answer.tokens)} tokens fit the model's context; {dropped} more were left out. "
+            note += context_note(len(answer.tokens), dropped)
         return answer, note
 
     # ---- sparse-autoencoder features ----
@@ -134,7 +133,11 @@ class Caches(Models):
         """(every feature's activation at every token of the prompt, note), cached per prompt."""
         features = self.features()
         text, note = clean_prompt(prompt)
-        return self.feature_maps.get(text, lambda: features.encode(text)), note
+        found = self.feature_maps.get(text, lambda: features.encode(text))
+        dropped = features.gpt.encode(text)[1]
+        if dropped:
+            note += context_note(len(found.token_ids), dropped)
+        return found, note
 
     # ---- attribution graphs (toyviz.interpret.circuits) ----
     def transcoders(self):

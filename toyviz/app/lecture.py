@@ -22,7 +22,7 @@ def lecture_answers(ui, lessons: Presenter):
     def show(shown, root: str, projector: bool | None = None, values: tuple | None = None) -> list:
         """The lecture's step: its view's controls and the bar; given the tabs' inputs (`values`), its tab drawn
         too, in the same answer (a Next is one round trip, not two)."""
-        view = presenter.view(shown, ui.link_upper)
+        view = presenter.view(shown)
         if projector is not None and "projector" not in shown.step.origin:
             view["projector"] = projector            # a step that does not name it keeps the page's
         shown_view = [gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),

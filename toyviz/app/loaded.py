@@ -1,8 +1,8 @@
 """The models the app shows, loaded once, and a user's input checked against them.
 
 No Gradio here: the app turns `UserError` into a message in the page. Every value that comes
-from a browser or the HTTP API passes through `controls.clamp` or a check before it reaches a model,
-so a wrong type or an absurd number gives a message or a clamped value, never a traceback.
+from a browser or the HTTP API passes through `controls.settle`, `clamp` or a check before it reaches a
+model, so a wrong type or an absurd number gives a message or a value said to be changed, never a traceback.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
 from toyviz.models.checkpoint import snapshots
-from toyviz.settings.controls import MAX_PROMPT_CHARS, clamp
+from toyviz.settings.controls import MAX_PROMPT_CHARS, clamp, settle
 
 
 def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:
@@ -85,15 +85,12 @@ class Models:
         return snapshots(Path(self.need_gpt().source))
 
     @staticmethod
-    def layer_head(view, layer, head) -> tuple[int, int]:
-        """Layer and head clamped to the stack on screen (the sliders are sized for the largest stack)."""
-        return (clamp(layer, 0, view.n_layer - 1, int, "layer"), clamp(head, 0, view.n_head - 1, int, "head"))
-
-    @staticmethod
-    def position(view, position, name: str = "position") -> int:
-        """A token position (negative counts from the end) clamped to the prompt on screen."""
-        T = len(view.tokens)
-        return clamp(position, -T, T - 1, int, name) % T
+    def layer_head(view, layer, head) -> tuple[int, int, str]:
+        """Layer and head settled against the stack on screen (the sliders are sized for the largest stack), and
+        the note saying what was changed (toyviz.settings.controls.settle)."""
+        layer, layer_note = settle("layer", layer, high=view.n_layer - 1)
+        head, head_note = settle("head", head, high=view.n_head - 1)
+        return layer, head, layer_note + head_note
 
     def ablated_heads(self, choices) -> tuple[tuple[int, int], ...]:
         """The ablation checkboxes' "layer.head" strings → (layer, head) pairs of the GPT."""

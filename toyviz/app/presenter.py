@@ -203,9 +203,9 @@ def moving(way: str) -> str:
             "document.body.classList.add('lesson-hides'); return values; }")
 
 
-def view(shown: Shown, upper: dict) -> dict:
-    """The step's view, read back from its deep link as a link opened in the address bar is (clamped alike)."""
-    return links.parse(dict(parse_qsl(shown.step.link[1:], keep_blank_values=True)), upper=upper)
+def view(shown: Shown) -> dict:
+    """The step's view, read back from its deep link as a link opened in the address bar is."""
+    return links.parse(dict(parse_qsl(shown.step.link[1:], keep_blank_values=True)))
 
 
 def client(shown: Shown | None) -> dict:

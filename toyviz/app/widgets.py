@@ -1,6 +1,7 @@
 """The app's own Gradio building blocks: a plot that keeps each figure's download settings, a slider
-that takes its range from toyviz.settings.controls, and how an error reaches the page (`friendly`): a user's
-mistake (toyviz.errors.UserError) as their message, anything else as a fault of ours with an id.
+that takes its range from toyviz.settings.controls (and leaves a value past it to the renderer's rule), and
+how an error reaches the page (`friendly`): a user's mistake (toyviz.errors.UserError) as their message,
+anything else as a fault of ours with an id.
 The package's Gradio code is here and in toyviz.app.layout, which places these pieces on the page; the
 renderers (toyviz.app.views) and figures stay free of it.
 """
@@ -146,18 +147,26 @@ def placeholders(text: str, outputs: list, ours: bool = False) -> list:
 
 
 def clamp_in_page(inputs: list) -> str | None:
-    """JavaScript an event runs in the page before it sends `inputs`: a number typed into a slider's box
+    """JavaScript an event runs in the page before it sends `inputs`: a number typed into a plain slider's box
     past its range goes as the nearest bound, as dragging would (the server would refuse it, and the
-    figures would stay as they were). None when no input is a slider."""
+    figures would stay as they were). A control's slider (`slider`) sends what was typed: its renderer settles
+    it and says so. None when no input is a plain slider."""
     clamps = [f"a[{i}] = Math.min(Math.max(Number(a[{i}]), {c.minimum}), {c.maximum});"
-              for i, c in enumerate(inputs) if isinstance(c, gr.Slider)]
+              for i, c in enumerate(inputs) if isinstance(c, gr.Slider) and not isinstance(c, SettledSlider)]
     return "(...a) => { " + " ".join(clamps) + " return a; }" if clamps else None
 
 
-def show_clamped(slider: gr.Slider):
-    """The slider's box shows the clamped value too, not the 99 that was typed."""
-    slider.change(None, slider, slider, js=f"(v) => Math.min(Math.max(Number(v), {slider.minimum}), {slider.maximum})",
-                  api_visibility="private")
+class SettledSlider(gr.Slider):
+    """A control's slider: a value past its range (typed into its box, from a link, from the API) reaches the
+    renderer, which settles it by the one rule and says what it changed in the tab's note
+    (toyviz.settings.controls.settle), where Gradio would refuse it with its own words in a toast. The box
+    itself shows the nearest bound once left (Gradio's own doing)."""
+
+    def get_block_name(self) -> str:
+        return "slider"
+
+    def preprocess(self, payload):
+        return payload
 
 
 class FigurePlot(gr.Plot):
@@ -199,7 +208,7 @@ def plot(elem_id: str, label: str = "", visible: bool = True) -> gr.Plot:
 def slider(name: str, label: str, step: float = 1, upper: int | None = None, **kwargs) -> gr.Slider:
     """A slider whose range is its control's in toyviz.settings.controls (upper: the model-dependent maximum)."""
     low, high = RANGES[name]
-    return gr.Slider(low, high if high is not None else max(low + 1, upper), value=DEFAULTS[name], step=step,
+    return SettledSlider(low, high if high is not None else max(low + 1, upper), value=DEFAULTS[name], step=step,
                      label=label, **kwargs)
 
 

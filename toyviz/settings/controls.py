@@ -1,12 +1,17 @@
 """What each control of the app accepts: defaults, choices and ranges, in one table that the
-sliders, the clamps applied to every browser/API value, and the deep links all read.
+sliders, the renderers and the deep links all read, and the one rule for a number a person gives.
 
-`setting(name, value)` forces a value from a browser or the HTTP API into its control's range (a
-typed 99 becomes the maximum, junk gives a UserError), so nothing absurd reaches a model: for a slider,
-whose box then shows the clamped value. `checked(name, value)` refuses a value outside the range instead,
-naming it: for a number box, which would go on showing what was typed beside a figure of something else.
+`settle(name, value)` is that rule, the same for a value typed into the page, sent to the HTTP API or read from a
+link (issue 51): a number outside its control's range becomes the nearest bound, a fraction given to a
+whole-number control the nearest whole number, and the note it returns says what was changed ("feature 999999 is
+past the last, 511: showing 511. "); what is no number at all (text, NaN, nothing) is refused with the range
+(UserError). Each renderer settles its inputs against the model on screen and shows the notes where its note goes,
+so a link or a box past the range opens on a working view that says why it is not what was asked for.
+`context_note` is how every tab says that a prompt was cut to the model's context.
 """
 from __future__ import annotations
+
+import math
 
 from toyviz.errors import UserError
 
@@ -37,8 +42,19 @@ RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "m
           "steer_alpha": (-40.0, 40.0), "token_id": (0, None)}
 
 
+# what the notes call a control when its name is not its label on the page
+LABELS = {"top_k": "top-k", "top_p": "top-p", "max_new": "max new tokens", "query": "query position",
+          "steer_feature": "steering feature", "steer_alpha": "steering strength", "token_id": "token id",
+          "beam": "beam width", "snapshot": "training snapshot"}
+# what the lowest value of a control means, said beside it ("below the first, -1 (the prompt's strongest)")
+MEANINGS = {"feature": " (the prompt's strongest)", "steer_feature": " (off)", "query": " (the last token)",
+            "snapshot": " (the final model)"}
+PICKS = {"layer", "head", "query", "feature", "snapshot", "token_id"}    # pick what is shown: "past the last"
+
+
 def clamp(value, low, high, kind=float, name="value"):
-    """A number from the browser/API forced into [low, high]; junk gives a UserError."""
+    """A number forced into [low, high] without a word; junk gives a UserError. (A control of this table goes
+    through `settle`, which says what it changed.)"""
     try:
         number = kind(float(value))
     except (TypeError, ValueError, OverflowError):
@@ -48,20 +64,88 @@ def clamp(value, low, high, kind=float, name="value"):
     return min(max(number, kind(low)), kind(high))
 
 
+def written(value) -> str:
+    """A number as a note writes it: 999999 not 999999.0, 1e+30 not thirty-one digits; text as it came."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, float) and not value.is_integer() or abs(value) >= 1e16:
+        return f"{value:g}"
+    return str(int(value))
+
+
+def settle(name: str, value, high=None, low=None, label: str | None = None,
+           meaning: str | None = None) -> tuple[int | float, str]:
+    """(the value the control takes, a note saying what was changed, or "") for a number a person gave, by the
+    one rule (module docstring). `high`, `low`: the bounds on screen where they differ from RANGES (the model's
+    layers, the prompt's tokens, the dictionary's features); `label`, `meaning`: what the note calls the control
+    and says its lowest value means."""
+    lowest, highest = RANGES[name]
+    low, high = lowest if low is None else low, highest if high is None else high
+    whole = isinstance(DEFAULTS.get(name, 0), int)
+    words = dict(label=label, meaning=meaning)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if math.isnan(number) or isinstance(value, bool):
+        given = "nothing" if value is None else "NaN" if isinstance(value, float) else repr(value)
+        raise UserError(refusal(name, given, written(low), written(high), **words))
+    if number > high:
+        settled, change = high, "above"
+    elif number < low:
+        settled, change = low, "below"
+    elif whole and not number.is_integer():
+        settled, change = math.floor(number + 0.5), "fraction"          # as the page's Math.round
+    else:
+        return (int(number) if whole else number), ""
+    settled = int(settled) if whole else float(settled)
+    return settled, note(name, written(value), change, written(settled), **words)
+
+
+def note(name: str, value: str, change: str, settled: str, label: str | None = None,
+         meaning: str | None = None) -> str:
+    """The note of a value of `name` the rule changed (`change`: "above" its range, "below" it, a "fraction" for a
+    whole number), the numbers written as the note shows them."""
+    picks = name in PICKS
+    label = label or LABELS.get(name, name.replace("_", " "))
+    meaning = MEANINGS.get(name, "") if meaning is None else meaning
+    why = {"above": ("past the last" if picks else "above the highest") + f", {settled}",
+           "below": ("below the first" if picks else "below the lowest") + f", {settled}{meaning}",
+           "fraction": "not a whole number"}[change]
+    return f"{label} {value} is {why}: {'showing' if picks else 'using'} {settled}. "
+
+
+def refusal(name: str, given: str, low: str, high: str, label: str | None = None, meaning: str | None = None) -> str:
+    """The refusal of what is no number at all, naming the control's range."""
+    label = label or LABELS.get(name, name.replace("_", " "))
+    meaning = MEANINGS.get(name, "") if meaning is None else meaning
+    kind = "a whole number" if isinstance(DEFAULTS.get(name, 0), int) else "a number"
+    return f"{label} must be {kind} from {low}{meaning} to {high}, not {given}"
+
+
+def words(name: str) -> dict[str, str]:
+    """A control's notes and refusal (its range in RANGES), with {value}, {settled} and {given} for the page's
+    sampler to fill in (web/src/sampler.js): the page says what the server says."""
+    low, high = (written(bound) for bound in RANGES[name])
+    return {**{change: note(name, "{value}", change, "{settled}") for change in ("above", "below", "fraction")},
+            "refused": refusal(name, "{given}", low, high)}
+
+
+def position(value, length: int, label: str = "token position") -> tuple[int, str]:
+    """(a token position of a prompt `length` tokens long, from 0, and the note): negative counts from the end
+    (-1 the last token), and a position past either end is the nearest end, said in the note."""
+    settled, note = settle("query", value, high=length - 1, low=-length, label=label, meaning=" (the first token)")
+    return settled % length, note
+
+
 def setting(name: str, value, upper: int | None = None):
-    """A control's value clamped to its range in RANGES (upper: the model-dependent maximum)."""
-    low, high = RANGES[name]
-    return clamp(value, low, upper if high is None else high, type(DEFAULTS[name]), name.replace("_", "-"))
+    """A control's value settled by the rule, without its note: for code below the renderers, which have
+    already settled it and said so (a Python caller gets the value the page would show)."""
+    return settle(name, value, high=upper)[0]
 
 
-def checked(name: str, value, upper: int | None = None, meaning: str = ""):
-    """A number box's value if it is in its range in RANGES, else a UserError naming the range (and
-    `meaning`, what its lowest value means): the box keeps what was typed, so a silent clamp would put
-    feature 2047 beside a box saying 999999."""
-    low, high = RANGES[name]
-    high, kind = upper if high is None else high, type(DEFAULTS.get(name, 0))
-    number = clamp(value, float("-inf"), float("inf"), float, name.replace("_", " "))
-    if not low <= number <= high or (kind is int and number != int(number)):
-        raise UserError(f"{name.replace('_', ' ')} must be {'a whole number' if kind is int else 'a number'} "
-                        f"from {low} to {high}{meaning}, not {value}")
-    return kind(number)
+def context_note(kept, dropped, which: str = "first") -> str:
+    """What every tab says when a prompt was longer than the model's context, `which` tokens it read (a
+    generation reads the last); the page's sampler says it from this sentence with {kept} and {dropped} in it
+    (toyviz.app.browser_model.sampler_settings)."""
+    return f"Only the {which} {kept} tokens fit the model's context; {dropped} more were left out. "

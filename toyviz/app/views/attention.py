@@ -22,7 +22,8 @@ def head_table(labels: list[HeadLabel], profile: dict | None = None) -> str:
 def attention_view(explorer: Explorer, prompt, layer=0, head=0, mode="probs", ablate=(), projector=False,
                    model="gpt"):
     tr, note = explorer.view(prompt, model)
-    layer, head = explorer.layer_head(tr, layer, head)
+    layer, head, said = explorer.layer_head(tr, layer, head)
+    note += said
     labels = label_heads(tr)
     if model == "gpt":
         heads = explorer.ablated_heads(ablate)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import features as feature_figs
-from toyviz.settings.controls import checked
+from toyviz.settings.controls import settle
 
 
 LISTED_FEATURES = 12          # features named in the tab's list (the prompt's, a search's, the most frequent)
@@ -27,7 +27,8 @@ def features_view(explorer: Explorer, prompt, feature=-1, search="", projector=F
     """The prompt's features, one feature's dashboard (-1: the prompt's strongest), and a list to pick from."""
     features = explorer.features()
     found, note = explorer.prompt_features(prompt)
-    feature = checked("feature", feature, upper=len(features) - 1, meaning=" (-1 = the prompt's strongest)")
+    feature, said = settle("feature", feature, high=len(features) - 1)
+    note += said
     strongest = found.strongest(LISTED_FEATURES)
     if feature < 0:
         feature = strongest[0] if strongest else features.by_frequency()[0]

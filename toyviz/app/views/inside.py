@@ -4,12 +4,14 @@ from __future__ import annotations
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import mask as mask_figs
+from toyviz.settings.controls import position
 
 
 def inside_view(explorer: Explorer, prompt, layer=0, head=0, query=-1, last_word="dream", projector=False):
     tr, note = explorer.trace(prompt)
-    layer, head = explorer.layer_head(tr, layer, head)
-    query = explorer.position(tr, query, "query")
+    layer, head, said = explorer.layer_head(tr, layer, head)
+    query, query_note = position(query, len(tr.tokens), "query position")
+    note += said + query_note
     masked, edited, unmasked, edited_unmasked = explorer.mask_experiment(prompt, last_word)
     return (note, attention_figs.head_steps(tr, layer, head, query, projector=projector),
             attention_figs.masked_vs_unmasked(tr, unmasked, layer, head, projector=projector),

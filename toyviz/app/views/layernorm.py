@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import layernorm as layernorm_figs
+from toyviz.settings.controls import position as token_position
 
 
 def layernorm_choices(explorer: Explorer, prompt, model="gpt") -> list[str]:
@@ -26,8 +27,8 @@ def layernorm_view(explorer: Explorer, prompt, norm_name="block0.ln1", position=
     tr, note = explorer.view(prompt, model)
     names = list(tr.layernorms)
     norm_name = norm_name if norm_name in names else names[0]
-    position = explorer.position(tr, position)
-    return (note + spread_note(tr), layernorm_figs.layernorm_heatmaps(tr, projector=projector),
+    position, said = token_position(position, len(tr.tokens))
+    return (note + said + spread_note(tr), layernorm_figs.layernorm_heatmaps(tr, projector=projector),
             layernorm_figs.layernorm_curves(tr, projector=projector),
             layernorm_figs.layernorm_parameters(tr, norm_name, projector=projector),
             layernorm_figs.layernorm_histogram(tr, norm_name, position, projector=projector))

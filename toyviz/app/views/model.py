@@ -5,7 +5,7 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import model as model_figs
 from toyviz.models.size import count_parameters
-from toyviz.settings.controls import setting
+from toyviz.settings.controls import context_note, settle
 
 
 def snapshot_note(shown: str, earlier: list[str]) -> str:
@@ -20,11 +20,13 @@ def model_view(explorer: Explorer, prompt, snapshot=-1, x_axis="step", projector
     config = gpt.config
     history = explorer.history()
     paths = explorer.snapshots()
-    path, tr = explorer.snapshot_trace(setting("snapshot", snapshot, len(paths) - 1) % len(paths), prompt)
+    index, said = settle("snapshot", snapshot, high=len(paths) - 1)
+    path, tr = explorer.snapshot_trace(index % len(paths), prompt)
+    said += context_note(len(tr.tokens), tr.truncated) if tr.truncated else ""
     step = path.name if path.name.startswith("step-") else "final"
     return (model_figs.parameter_bars(count_parameters(gpt.model), projector=projector),
             model_figs.attention_memory(config.n_head, n_layer=config.n_layer, context=config.context,
                                         projector=projector),
             model_figs.loss_curve(history, x=x_axis, projector=projector) if history else None,       # + head probes
-            snapshot_note(step, [p.name for p in paths[:-1]]),
+            said + snapshot_note(step, [p.name for p in paths[:-1]]),
             attention_figs.attention_grid(tr, projector=projector))

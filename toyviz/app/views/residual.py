@@ -5,11 +5,13 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.figures import residual as residual_figs
 from toyviz.app.views.text import gpt_only
 from toyviz.interpret.readout import direct_logit_attribution, logit_lens_top
+from toyviz.settings.controls import position as token_position
 
 
 def residual_view(explorer: Explorer, prompt, position=-1, projector=False, model="gpt"):
     tr, note = explorer.view(prompt, model)
-    position = explorer.position(tr, position)
+    position, said = token_position(position, len(tr.tokens))
+    note += said
     if model == "gpt":
         gpt = explorer.gpt
         lens = logit_lens_top(tr, gpt.model)

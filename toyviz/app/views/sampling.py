@@ -8,21 +8,22 @@ from typing import Iterator
 from toyviz.app.explorer import Explorer, clean_prompt
 from toyviz.app.figures import message
 from toyviz.app.figures import sampling as sampling_figs
-from toyviz.errors import UserError
 from toyviz.serving.pacing import Pace
-from toyviz.settings.controls import checked, setting
+from toyviz.settings.controls import context_note, settle
 
 
-def sampling_settings(temperature, top_k, top_p) -> tuple[float, int, float]:
-    """The sampling sliders' values clamped to their ranges (controls.RANGES)."""
-    return setting("temperature", temperature), setting("top_k", top_k), setting("top_p", top_p)
+def settled(**values) -> tuple[list, str]:
+    """Each control's value settled by the one rule (toyviz.settings.controls.settle), in order, and the notes
+    of those it changed."""
+    pairs = [settle(name, value) for name, value in values.items()]
+    return [value for value, _ in pairs], "".join(note for _, note in pairs)
 
 
 def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, projector=False):
     tr, note = explorer.trace(prompt)
-    t, k, p = sampling_settings(temperature, top_k, top_p)
-    return note, sampling_figs.next_token_bars(tr.logits[-1], explorer.gpt.tokenizer.piece, temperature=t, top_k=k,
-                                               top_p=p, projector=projector)
+    (t, k, p), said = settled(temperature=temperature, top_k=top_k, top_p=top_p)
+    return note + said, sampling_figs.next_token_bars(tr.logits[-1], explorer.gpt.tokenizer.piece, temperature=t,
+                                                      top_k=k, top_p=p, projector=projector)
 
 
 # control characters other than newline and tab, shown in caret notation as the figures show them (raw, a
@@ -39,17 +40,15 @@ def probability_html(pieces: list[tuple[str, float]]) -> str:
                    for text, p in pieces)
 
 
-def steering_feature(explorer: Explorer, feature, alpha) -> int:
-    """The steering box's feature number if the dictionary has it (-1: off); a number past it is refused,
-    not steered with the nearest feature. Without a dictionary, generating unsteered still works."""
-    off = " (-1 = off)"
-    try:
-        upper = len(explorer.features()) - 1
-    except UserError:
-        if setting("steer_alpha", alpha) != 0 and checked("steer_feature", feature, 2**31 - 1, off) >= 0:
-            raise
-        upper = 2**31 - 1
-    return checked("steer_feature", feature, upper=upper, meaning=off)
+def steering(explorer: Explorer, feature, alpha) -> tuple[int, float, str]:
+    """(the steering feature, its strength, the note) settled by the one rule: a feature past the dictionary's
+    last is the last, said in the note. Without a dictionary, generating unsteered still works."""
+    alpha, alpha_note = settle("steer_alpha", alpha)
+    wanted, below_note = settle("steer_feature", feature, high=2**31 - 1)      # its top needs the dictionary
+    if wanted < 0 or alpha == 0:                # no dictionary needed to generate without one
+        return -1, alpha, alpha_note + (below_note if wanted < 0 else "")
+    feature, feature_note = settle("steer_feature", feature, high=len(explorer.features()) - 1)
+    return feature, alpha, alpha_note + feature_note
 
 
 def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, max_new=80, seed=0,
@@ -59,10 +58,12 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     with the last token. A feature and a strength steer it (the feature's direction added at its layer)."""
     gpt = explorer.need_gpt()
     text, note = clean_prompt(prompt)
-    t, k, p = sampling_settings(temperature, top_k, top_p)
-    max_new, seed = setting("max_new", max_new), setting("seed", seed)
-    steer, steered = explorer.steering(steering_feature(explorer, steer_feature, steer_alpha), steer_alpha)
-    note += steered
+    (t, k, p, max_new, seed), said = settled(temperature=temperature, top_k=top_k, top_p=top_p, max_new=max_new,
+                                             seed=seed)
+    feature, alpha, steer_note = steering(explorer, steer_feature, steer_alpha)
+    steer, steered = explorer.steering(feature, alpha)
+    dropped = gpt.encode(text)[1]                # it writes after the prompt's last context of tokens
+    note += said + steer_note + (context_note(gpt.config.context, dropped, "last") if dropped else "") + steered
     pieces, tokens, pace = [], [], Pace()
     with explorer.generations():
         # every stream decodes in the server's one batch (toyviz.serving.batching): a class's streams share a forward

@@ -5,14 +5,15 @@ from __future__ import annotations
 from toyviz.api import REGISTER_NAMES
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import translation as translation_figs
-from toyviz.settings.controls import clamp
+from toyviz.settings.controls import clamp, settle
 
 
 def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False,
                    register=None):
+    beam, said = settle("beam", beam)              # the one rule: a beam past 8 is 8, said in the note
     register, register_note = chosen_register(explorer, register)
     out, note = explorer.translate(text, beam, register)
-    note += register_note
+    note += said + register_note
     layer, layer_note = explorer.translator_layer(kind, layer)
     head = None if head in (None, "average") else clamp(head, 0, explorer.translator.config.n_head - 1, int, "head")
     # saliency is compared with the cross-attention on screen, or with its mean when another map is shown

@@ -8,7 +8,7 @@ from toyviz.app.figures import explain as explain_figs
 from toyviz.app.figures import visible
 from toyviz.errors import UserError
 from toyviz.interpret import explain
-from toyviz.settings.controls import checked
+from toyviz.settings.controls import setting, settle
 
 
 def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
@@ -49,13 +49,17 @@ def sources_html(explorer: Explorer, answer) -> str:
             "<th>share</th><th>examples</th></tr>" + "".join(rows) + "</table></div>")
 
 
+def last_id(explorer: Explorer) -> int:
+    return explorer.need_gpt().config.vocab_size - 1
+
+
 def why_token(explorer: Explorer, token) -> str | int:
     """The token box's text → the token explorer.why explains: "" the top prediction; a token of the GPT's
     vocabulary written as the tabs show tokens (␣ a space, ↵ a new line) or as a word ("lord" → "␣lord"), digits
     too ("7" is the token 7: the box takes text, while explorer.why reads digits as an id) → its id. An id given
-    as a number (the API) stays an id."""
+    as a number (the API) stays an id (settled: why_view has said what it changed)."""
     if isinstance(token, (int, float)):
-        return checked("token_id", token, upper=explorer.need_gpt().config.vocab_size - 1)
+        return setting("token_id", token, upper=last_id(explorer))
     text = str(token).replace("␣", " ").replace("↵", "\n")
     if not text:
         return ""
@@ -71,7 +75,9 @@ def why_token(explorer: Explorer, token) -> str | int:
 
 def why_view(explorer: Explorer, prompt, token="", projector=False):
     """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
+    said = settle("token_id", token, high=last_id(explorer))[1] if isinstance(token, (int, float)) else ""
     answer, note = explorer.why(prompt, why_token(explorer, token))
+    note += said
     top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
     summary = (paragraph_html(explain.paragraph(answer)) +
                f"<details id='{explain.PANELS['prediction']}'><summary>top next tokens</summary><ul>{top}</ul></details>")
