@@ -8,6 +8,7 @@ the page's build) and tests/test_browser_lessons.py's lecture server. Screenshot
 screenshots/sampler-*.png.
 """
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -114,6 +115,46 @@ def test_an_empty_prompt_is_refused_in_place_with_the_servers_message(browser, u
         served.close()
     page.locator("#prompt textarea").fill("ROMEO:")          # the next prompt draws again
     page.wait_for_function(f"() => ({TITLE})().startsWith('Next token')")
+
+
+LONG = "Now is the winter of our discontent made glorious summer by this sun of York. " * 25   # a link holds it
+
+
+def note(page) -> str:
+    return page.locator("#note").inner_text().strip()
+
+
+def test_a_value_past_its_range_and_a_long_prompt_get_the_servers_words_in_the_page(browser, url, page):
+    """Issue 51, one rule on every path: a temperature typed past its range (the page's model answers) and the same
+    value in a deep link (the server draws the tab) get the same note, the prompt's cut to the context said in it
+    too; the box then shows the bound. A generation in the page says it reads the prompt's last tokens."""
+    page.locator("#prompt textarea").fill(LONG)
+    set_slider(page, "temperature", 5)
+    expect()(page.locator("#note")).to_contain_text("temperature 5 is above the highest, 2: using 2.", timeout=WAIT)
+    expect()(page.locator("#note")).to_be_visible()
+    in_page = note(page)
+    assert re.match(r"^Only the first 256 tokens fit the model's context; \d+ more were left out\. temperature 5",
+                    in_page), in_page
+    expect()(page.locator("#temperature input[type=number]")).to_have_value("2")
+    page.wait_for_function(f"() => ({TITLE})().startsWith('Next token: temperature 2')")
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "sampler-settled-note.png"))
+    linked = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        linked.goto(f"{url.rstrip('/')}/?tab=sample&temperature=5&prompt={quote(LONG)}", wait_until="domcontentloaded")
+        expect()(linked.locator("#note")).to_contain_text("temperature 5 is above", timeout=WAIT)
+        assert note(linked) == in_page
+        linked.screenshot(path=str(SHOTS / "sampler-settled-note-linked.png"))
+    finally:
+        linked.close()
+    set_slider(page, "max-new", 3)
+    page.evaluate("window.toyviz.sampler.lastRun = null")
+    page.locator("#generate").click()
+    page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+    assert len(page.evaluate("window.toyviz.sampler.lastRun.tokens")) == 3
+    assert re.match(r"^Only the last 256 tokens fit the model's context; \d+ more were left out\.", note(page)), note(page)
+    expect()(page.locator("#note")).to_be_visible()
+    assert page.queue == [], page.queue
 
 
 def test_where_the_page_cannot_load_the_model_the_same_controls_use_the_server(browser, url):

@@ -37,7 +37,7 @@ from toyviz.app.loaded import clean_prompt
 from toyviz.errors import UserError
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.serving.static import Shelf
-from toyviz.settings.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES
+from toyviz.settings.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES, context_note, words
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "web" / "dist"
@@ -169,9 +169,10 @@ LOADER = """(() => {
 
 
 def sampler_settings() -> dict:
-    """What the page's sampler must agree on with the server's: each control's default and range
-    (toyviz.settings.controls), the prompt's longest length, and the server's refusal of an empty prompt as the
-    page receives it (its message and figure), so that both say the same words in the same place."""
+    """What the page's sampler must agree on with the server's: each control's default, range and the notes the
+    server's rule writes when it changes a value (toyviz.settings.controls), the prompt's longest length and the
+    note of a prompt cut to the context, and the server's refusal of an empty prompt as the page receives it (its
+    message and figure), so that both say the same words in the same place."""
     try:
         clean_prompt("")
     except UserError as err:
@@ -180,7 +181,9 @@ def sampler_settings() -> dict:
     figure = json.loads(figure.to_json())
     del figure["layout"]["template"]        # the house theme (3 kB a page): the page takes the bars figure's
     return {"defaults": {k: DEFAULTS[k] for k in SAMPLER}, "ranges": {k: RANGES[k] for k in SAMPLER},
-            "maxPromptChars": MAX_PROMPT_CHARS, "empty": {"note": note, "figure": figure},
+            "words": {k: words(k) for k in SAMPLER}, "maxPromptChars": MAX_PROMPT_CHARS,
+            "cut": {which: context_note("{kept}", "{dropped}", which) for which in ("first", "last")},
+            "empty": {"note": note, "figure": figure},
             "figures": {mode: page_figures(mode == "projector") for mode in ("laptop", "projector")}}
 
 

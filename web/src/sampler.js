@@ -1,8 +1,10 @@
 // The Sample tab's one sampler, answered by the page's own model: the tab's Gradio controls (the header's
 // prompt, the sliders, Generate, Stop) stay the only ones; while this runs, their events end in the page
 // (toyviz/app/browser_model.py page_first hands each event's values to `take`) and the page draws into the
-// tab's own plot and text, sending nothing to the server. The same defaults, limits and refusals as the
-// server's (the settings the panel carries come from toyviz.settings.controls and the server's own message).
+// tab's own plot and text, sending nothing to the server. The same defaults, limits, notes and refusals as the
+// server's (the settings the panel carries come from toyviz.settings.controls and the server's own message): a
+// value past its range is the nearest bound and the note says so, a prompt past the context is said to be cut,
+// and what is no number at all is left to the server, which refuses it in its words.
 // A run keeps each token's candidates, so that a click on a token shows them and branches from one
 // (branches.js: the runs' tree, the candidates' and the attention's figures).
 import { Branches } from "./branches.js";
@@ -20,7 +22,8 @@ export class Sampler {
     Object.assign(this, { settings, model, tokenizer, template: null, running: false, lastRun: null });
     this.branches = new Branches(this);
     this.prompt()?.addEventListener("input", () => this.schedule());
-    this.redraw(this.prompt()?.value, this.sliders());          // the prompt's attention (its bars are the server's)
+    const sliders = this.sliders();
+    if (sliders) this.redraw(this.prompt()?.value, sliders);   // the prompt's attention (its bars are the server's)
   }
 
   // Gradio's event `action` with its inputs' values → [] to let the server answer, or throws once answered here
@@ -31,7 +34,9 @@ export class Sampler {
       this.stopNow?.({ done: true });
     } else if (action === "redraw") {
       const [text, temperature, topK, topP] = values;
-      this.redraw(text, this.limited({ temperature, top_k: topK, top_p: topP }));
+      const settled = this.settled({ temperature, top_k: topK, top_p: topP });
+      if (!settled) return [];
+      this.redraw(text, settled);
     } else if (action === "generate") {
       // a steering feature named (even with strength 0): the server's, which steers or refuses the number
       if (Number(values[STEERING]) !== -1) {
@@ -40,31 +45,39 @@ export class Sampler {
         return [];
       }
       const [text, temperature, topK, topP, maxNew, seed] = values;
-      this.generate(text, this.limited({ temperature, top_k: topK, top_p: topP, max_new: maxNew, seed }));
+      const settled = this.settled({ temperature, top_k: topK, top_p: topP, max_new: maxNew, seed });
+      if (!settled) return [];
+      this.generate(text, settled);
     } else {
       return [];
     }
     throw new Error(ANSWERED);
   }
 
-  // each value forced into its control's range, as toyviz.settings.controls.setting does on the server
-  limited(values) {
+  // each value settled by the server's rule (toyviz.settings.controls.settle) → {values, note}: past its range the
+  // nearest bound, a fraction of a whole number the nearest one, each said in the server's words; null when one
+  // is no number at all (an emptied box), which the server refuses in its own words and place
+  settled(values) {
     const out = {};
+    let note = "";
     for (const [name, value] of Object.entries(values)) {
-      const [low, high] = this.settings.ranges[name];
-      let number = Number(value);
-      if (!Number.isFinite(number)) number = this.settings.defaults[name];
-      number = Math.min(Math.max(number, low), high);
-      out[name] = WHOLE.has(name) ? Math.trunc(number) : number;
+      const [low, high] = this.settings.ranges[name], words = this.settings.words[name];
+      const number = value === null || value === "" ? NaN : Number(value);
+      if (!Number.isFinite(number)) return null;
+      let settled = Math.min(Math.max(number, low), high);
+      let change = number > high ? "above" : number < low ? "below" : "";
+      if (!change && WHOLE.has(name) && !Number.isInteger(number)) [settled, change] = [Math.round(number), "fraction"];
+      if (change) note += fill(words[change], { value: written(number), settled: written(settled) });
+      out[name] = settled;
     }
-    return out;
+    return { values: out, note };
   }
 
   // the controls on screen now (a keystroke in the prompt reads the sliders as they are)
   prompt() { return document.querySelector("#prompt textarea"); }
   sliders() {
     const read = (id) => document.querySelector(`#${id} input[type=number]`)?.value;
-    return this.limited({ temperature: read("temperature"), top_k: read("top-k"), top_p: read("top-p") });
+    return this.settled({ temperature: read("temperature"), top_k: read("top-k"), top_p: read("top-p") });
   }
   plot(id) { return document.querySelector(`#${id} .js-plotly-plot`); }
   shown() { return this.plot("bars-plot")?.offsetParent != null; }      // the Sample tab is on screen
@@ -91,21 +104,27 @@ export class Sampler {
   // a keystroke in the prompt: one forward pass per animation frame at most, on the newest prompt
   schedule() {
     if (this.pending || !this.shown()) return;
-    this.pending = requestAnimationFrame(() => { this.pending = null; this.redraw(this.prompt().value, this.sliders()); });
+    this.pending = requestAnimationFrame(() => {
+      this.pending = null;
+      const sliders = this.sliders();
+      if (sliders) this.redraw(this.prompt().value, sliders);
+    });
   }
 
-  // the prompt's next-token bars for these settings: a slider's move redraws from the prompt's stored logits
+  // the prompt's next-token bars for these settings (settled: {values, note}): a slider's move redraws from the
+  // prompt's stored logits; the note says, as the server's, that the prompt was cut and what the rule changed
   async redraw(text, settings) {
     const ticket = (this.tickets = (this.tickets ?? 0) + 1);
     text = this.checked(text);
     if (text === null) return;
     if (this.read?.text !== text) {
-      const ids = window.toyviz.tokenize(text), out = await this.model.forward(ids);
-      this.read = { text, logits: out.logits.subarray((out.T - 1) * out.V), T: out.T, ids, out };
+      const all = this.tokens(text), ids = all.slice(0, this.model.config.context), out = await this.model.forward(ids);
+      this.read = { text, logits: out.logits.subarray((out.T - 1) * out.V), T: out.T, ids, out,
+                    cut: this.cut("first", ids.length, all.length - ids.length) };
     }
     if (ticket !== this.tickets || this.read.text !== text) return;     // a newer redraw was asked for meanwhile
-    this.drawBars(this.read.logits, settings);
-    setNote("");
+    this.drawBars(this.read.logits, settings.values);
+    setNote(this.read.cut + settings.note);
     // a new prompt's attention (read by whichever redraw's forward pass), after its bars
     if (this.attended !== this.read) {
       this.attended = this.read;
@@ -132,12 +151,21 @@ export class Sampler {
     this.drawn = (this.drawn ?? 0) + 1;                          // how many figures the page drew (benchmarks)
   }
 
+  // as the server's generation: after the whole prompt, reading its last context of tokens (the model's window)
   async generate(text, settings) {
     if (this.running) return;
     text = this.checked(text);
     if (text === null) return;
-    return this.extend(this.branches.start(window.toyviz.tokenize(text), settings));
+    const ids = this.tokens(text), context = this.model.config.context;
+    this.note = settings.note + this.cut("last", Math.min(ids.length, context), ids.length - context);
+    return this.extend(this.branches.start(ids, settings.values));
   }
+
+  // BOS and the text's tokens, all of them (window.toyviz.tokenize cuts them to the context)
+  tokens(text) { return [this.tokenizer.bos, ...this.tokenizer.encode(text)]; }
+
+  // the server's note of a prompt cut to the context (toyviz.settings.controls.context_note), or ""
+  cut(which, kept, dropped) { return dropped > 0 ? fill(this.settings.cut[which], { kept, dropped }) : ""; }
 
   // generates a run's or a branch's tokens (branches.js) after the prompt and those it has, up to max new
   // tokens in all, with the run's settings and the node's seed; each token's candidates are kept
@@ -146,7 +174,7 @@ export class Sampler {
     const button = document.querySelector("#generate");
     this.running = true; this.stopped = false;
     button.disabled = true; button.textContent = "Generating… (Stop ends it)";
-    setNote("");
+    setNote(this.note ?? "");                                    // the run's (a branch keeps its run's)
     const tokensPlot = document.querySelector("#generated-plot");
     if (tokensPlot) tokensPlot.hidden = true;                   // the server's last run's figure is not this one's
     const seq = [...prompt, ...node.tokens], uniform = random(node.seed), decoder = new TextDecoder();
@@ -205,6 +233,11 @@ export class Sampler {
   }
 }
 
+// the server's words with their blanks ({value}, {kept}…) filled in
+const fill = (template, fields) => template.replace(/\{(\w+)\}/g, (blank, name) => String(fields[name]));
+// a number as the server's notes write it (toyviz.settings.controls.written): 2 not 2.0, 1e+30, six digits
+const written = (x) => (Number.isInteger(x) && Math.abs(x) < 1e16 ? String(x) : String(Number(x.toPrecision(6))));
+
 // Gradio's HTML and Markdown components show their value in one element each (the HTML's .prose, the
 // Markdown's span.md), set whole on every update: written here, until the server next answers them
 function setGenerated(markup) {
@@ -215,9 +248,10 @@ function setNote(markdown) {
   const box = document.querySelector("#note span.md");
   if (!box) return;
   const bold = /^⚠ \*\*(.*)\*\*$/s.exec(markdown);           // the only Markdown the server's refusal uses
-  box.textContent = "";
-  if (bold) box.append("⚠ ", Object.assign(document.createElement("strong"), { textContent: bold[1] }));
-  else box.textContent = markdown;
+  const line = document.createElement("p");                    // as Gradio writes it: the note shows with one (page.css)
+  if (bold) line.append("⚠ ", Object.assign(document.createElement("strong"), { textContent: bold[1] }));
+  else line.textContent = markdown;
+  box.replaceChildren(...(markdown ? [line] : []));
 }
 
 // a macrotask without setTimeout's 4 ms clamp on nested timers
