@@ -28,9 +28,10 @@ EDGE_THRESHOLD = 0.98
 
 
 def normalised(adjacency: torch.Tensor) -> torch.Tensor:
-    """|A| with each row summing to 1 (rows without inputs stay 0)."""
+    """|A| with each row summing to 1 (rows without inputs stay 0). (In place on the one copy: each N × N copy is
+    ~80 MB at the circuits' caps.)"""
     a = adjacency.abs()
-    return a / a.sum(1, keepdim=True).clamp(min=1e-10)
+    return a.div_(a.sum(1, keepdim=True).clamp(min=1e-10))
 
 
 def influence(adjacency: torch.Tensor, logit_weights: torch.Tensor) -> torch.Tensor:
@@ -47,11 +48,15 @@ def influence(adjacency: torch.Tensor, logit_weights: torch.Tensor) -> torch.Ten
 
 
 def share_threshold(scores: torch.Tensor, share: float) -> torch.Tensor:
-    """The smallest score among the fewest top scores whose sum reaches `share` of all of them."""
-    ordered = scores.flatten().sort(descending=True).values
-    cumulative = ordered.cumsum(0) / ordered.sum().clamp(min=1e-30)
+    """The smallest score among the fewest top scores whose sum reaches `share` of all of them (0 when none is
+    positive). Only the positive scores are sorted: an edge matrix's are a few thousand of N × N, and sorting all
+    of them took three times the matrix (its values and their int64 indices)."""
+    ordered = scores[scores > 0].sort(descending=True).values
+    if not len(ordered):
+        return scores.new_zeros(())
+    cumulative = ordered.cumsum(0) / ordered.sum()
     index = int(torch.searchsorted(cumulative, torch.tensor(share, dtype=cumulative.dtype)))
-    return ordered[min(index, max(int((ordered > 0).sum()) - 1, 0))]
+    return ordered[min(index, len(ordered) - 1)]
 
 
 @dataclass
@@ -89,8 +94,9 @@ def prune_once(graph: Graph, node_threshold: float, edge_threshold: float) -> Pr
     node_influence = influence(graph.adjacency, weights)
     nodes = node_influence >= share_threshold(node_influence, node_threshold)
     nodes[kinds >= 2] = True                                         # tokens and the logit always stay
-    kept = graph.adjacency * nodes[:, None] * nodes[None, :]
-    edge_influence = normalised(kept) * (influence(kept, weights) + weights)[:, None]
+    kept = graph.adjacency.clone()
+    kept[~nodes], kept[:, ~nodes] = 0, 0
+    edge_influence = normalised(kept).mul_((influence(kept, weights) + weights)[:, None])
     edges = (edge_influence >= share_threshold(edge_influence, edge_threshold)) & (edge_influence > 0)
     droppable = kinds <= 1                                           # features and errors need an edge out,
     while True:                                                      # features one in too
