@@ -233,6 +233,20 @@ def test_restore_ignores_unknown_keys_and_fills_defaults(link_ends):
     assert out[0].selected == "model" and out[2] == links.DEFAULTS["prompt"] and out[3] == 0
 
 
+def test_every_numeric_control_hands_its_renderer_the_number_as_written(link_ends):
+    """Typed into its box, sent to the API or read from a link, a number past the range or a fraction reaches the
+    renderer as it was (neither Gradio's refusal nor its rounding, both unsaid): the renderer's rule settles it and
+    says so (issue 51, tests/test_inputs.py)."""
+    _, _, outputs = link_ends
+    numeric = [key for key, value in links.DEFAULTS.items() if isinstance(value, (int, float))
+               and not isinstance(value, bool)]
+    controls_of = dict(zip(links.DEFAULTS, outputs[1:]))
+    for key in numeric:
+        for value in (2.5, 10**6, -10**6):
+            component = controls_of[key]
+            assert component.preprocess(component.postprocess(value)) == value, (key, value)
+
+
 def test_every_control_accepts_what_a_plain_link_gives_it(link_ends):
     _, restore_fn, outputs = link_ends
     out = restore(restore_fn, {"tab": "inside", "layer": "1", "head": "3", "query": "5", "temperature": "0.3"})

@@ -137,7 +137,8 @@ def features_tab(ui):
     with gr.Tab("Features", id="features") as ui.tab_features:
         intro(ui, "features")
         with gr.Row():
-            ui.feature = gr.Number(value=DEFAULTS["feature"], precision=0, label="feature (-1 = the prompt's strongest)",
+            # no precision: Gradio would round 2.5 to 2 unsaid; the renderer's rule says it (controls.settle)
+            ui.feature = gr.Number(value=DEFAULTS["feature"], label="feature (-1 = the prompt's strongest)",
                                    elem_id="feature")
             ui.feature_search = gr.Textbox(label="search features by a word or a token", max_lines=1,
                                            elem_id="feature-search")
@@ -219,7 +220,7 @@ def sample_tab(ui):
         ui.browser_model = browser_model.panel()
         with gr.Row():
             ui.max_new = slider("max_new", "max new tokens", elem_id="max-new")
-            ui.seed = gr.Number(value=DEFAULTS["seed"], precision=0, label="seed", elem_id="seed")
+            ui.seed = gr.Number(value=DEFAULTS["seed"], label="seed", elem_id="seed")     # no precision: as the feature's
             ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
             ui.stop = gr.Button("Stop", elem_id="stop")
         ui.generated = gr.HTML(elem_id="generated")
@@ -227,7 +228,7 @@ def sample_tab(ui):
         intro(ui, "sample")
         prompt_examples(ui, "sample")
         with gr.Row():          # the server's alone: a steered generation runs there, wherever the model runs
-            ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], precision=0, elem_id="steer-feature",
+            ui.steer_feature = gr.Number(value=DEFAULTS["steer_feature"], elem_id="steer-feature",
                                          label="steer with feature # (-1 = off; numbers in the Features tab)")
             ui.steer_alpha = slider("steer_alpha", "steering strength α (0 = off)", 0.5, elem_id="steer-alpha")
         ui.kv_button = gr.Button("Measure the KV cache", size="sm", elem_id="kv-button")
