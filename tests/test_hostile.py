@@ -127,6 +127,17 @@ def test_behind_a_trusted_proxy_a_visitor_is_the_address_it_reports(monkeypatch)
     assert limits.visitor(Request("a", peer="10.9.9.9", forwarded_for="203.0.113.7"))[1] == "10.9.9.9"
 
 
+@pytest.mark.parametrize("action, args, cost", [
+    ("generate", ("p", 0.8, 50, 0.95, -10 ** 9), 1), ("generate", ("p", 0.8, 50, 0.95, 10 ** 6), 256),
+    ("generate", ("p", 0.8, 50, 0.95, float("nan")), 80), ("generate", ("p", 0.8, 50, 0.95, "many"), 80),
+    ("translate", ("s", -1000), 0.25), ("translate", ("s", 1000), 2), ("translate", ("s", float("inf")), 2)])
+def test_a_cost_is_read_as_the_renderer_settles_its_input(action, args, cost):
+    """A request's cost is its input as the renderer will settle it: a negative max_new or beam cannot refill an
+    allowance, a huge one is charged as the most the renderer runs, NaN and junk as the default."""
+    from toyviz.serving import limits
+    assert limits.ALLOWANCES[action].cost(args) == cost
+
+
 def test_every_action_needs_an_allowance():
     from toyviz.serving import limits
     with pytest.raises(KeyError):

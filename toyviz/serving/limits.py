@@ -19,6 +19,7 @@ meets them; tests/test_serving.py checks both, tests/test_hostile.py a client ch
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import threading
 import time
@@ -27,6 +28,7 @@ from collections import deque
 import gradio as gr
 
 from toyviz.serving.proxy import client_address, trusted_hops
+from toyviz.settings.controls import MAX_BEAM, MAX_NEW_TOKENS
 
 WINDOW_S = 60.0
 PEOPLE_PER_ADDRESS = int(os.environ.get("TOYVIZ_PEOPLE_PER_ADDRESS", 8))
@@ -71,11 +73,15 @@ class Allowance:
                 self.used.setdefault(who, deque()).append((now, cost))
 
 
-def number(value, default: float) -> float:
+def number(value, default: float, low: float, high: float) -> float:
+    """A cost read from a request's input, as its renderer will settle it (toyviz.settings.controls): the nearest
+    bound past the range, the default for no number at all (NaN included). Never a negative cost: it would
+    refill the allowance it is taken from."""
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
         return default
+    return default if math.isnan(value) else min(max(value, low), high)
 
 
 # by action: app.py's export button, patching button, generation, the tabs' redraws (by toyviz.app.tabs' Tab.allowance:
@@ -86,9 +92,10 @@ ALLOWANCES = {
     "why": Allowance("asked", 20, "\"why this token?\" questions"),
     # work grows with the beam: a beam of 8 counts as two sentences at the class's beam 4
     "translate": Allowance("translated", 12, "sentences (at beam 4; a beam of 8 counts twice)",
-                           cost=lambda args: number(args[1] if len(args) > 1 else 4, 4) / 4),
+                           cost=lambda args: number(args[1] if len(args) > 1 else 4, 4, 1, MAX_BEAM) / 4),
     # the inputs' fifth is max_new; a class's students generate up to ~5 × 64 tokens a minute
-    "generate": Allowance("generated", 1024, "tokens", cost=lambda args: number(args[4] if len(args) > 4 else 0, 80)),
+    "generate": Allowance("generated", 1024, "tokens",
+                          cost=lambda args: number(args[4] if len(args) > 4 else 80, 80, 1, MAX_NEW_TOKENS)),
     # a tab drawn: tens of ms, ~0.5 s for 256 tokens (docs/deploying.md); a student dragging sliders draws a few a second
     "view": Allowance("drawn", 240, "views"),
     # an attribution graph: up to ~6 s of a core and ~0.5 GB at its caps (toyviz.interpret.circuits); redrawing
