@@ -172,8 +172,8 @@ def test_the_why_box_reads_typed_text_as_tokens_and_says_what_to_type(tiny_gpt):
     tokenizer = tiny_gpt.tokenizer
     piece = next(tokenizer.piece(i) for i in range(tiny_gpt.config.vocab_size) if tokenizer.piece(i).startswith(" ")
                  and len(tokenizer.piece(i)) > 2 and len(tokenizer.encode(tokenizer.piece(i))) == 1)
-    assert why_token(explorer, piece) == why_token(explorer, "␣" + piece[1:]) == tokenizer.encode(piece)[0]
-    assert why_token(explorer, "") == "" and why_token(explorer, 3) == 3     # the top one; the API's id
+    assert why_token(explorer, piece)[0] == why_token(explorer, "␣" + piece[1:])[0] == tokenizer.encode(piece)[0]
+    assert why_token(explorer, "") == ("", "") and why_token(explorer, 3) == (3, "")    # the top one; the API's id
     with pytest.raises(UserError) as caught:
         why_token(explorer, "999999")
     said = str(caught.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 
 from toyviz.app.explorer import Explorer
+from toyviz.app.views.typed import typed_token
 from toyviz.app.figures import explain as explain_figs
 from toyviz.app.figures import visible
 from toyviz.errors import UserError
@@ -53,31 +54,23 @@ def last_id(explorer: Explorer) -> int:
     return explorer.need_gpt().config.vocab_size - 1
 
 
-def why_token(explorer: Explorer, token) -> str | int:
-    """The token box's text → the token explorer.why explains: "" the top prediction; a token of the GPT's
-    vocabulary written as the tabs show tokens (␣ a space, ↵ a new line) or as a word ("lord" → "␣lord"), digits
-    too ("7" is the token 7: the box takes text, while explorer.why reads digits as an id) → its id. An id given
-    as a number (the API) stays an id (settled: why_view has said what it changed)."""
+def why_token(explorer: Explorer, token) -> tuple[str | int, str]:
+    """The token box's text → (the token explorer.why explains, a note): "" the top prediction; a token of the
+    GPT's vocabulary read as every box that takes a token reads it (toyviz.app.views.typed: ␣ a space, ↵ a new
+    line, a word; digits too, "7" is the token 7: the box takes text, while explorer.why reads digits as an id)
+    → its id. An id given as a number (the API) stays an id (settled: why_view says what it changed)."""
     if isinstance(token, (int, float)):
-        return setting("token_id", token, upper=last_id(explorer))
-    text = str(token).replace("␣", " ").replace("↵", "\n")
-    if not text:
-        return ""
-    tokenizer = explorer.need_gpt().tokenizer
-    for candidate in (text, " " + text.strip(), text.strip()):
-        if candidate.strip() and len(ids := tokenizer.encode(candidate)) == 1:
-            return ids[0]
-    pieces = tokenizer.pieces(tokenizer.encode(text))
-    raise UserError(f"“{visible(text)}” is not a token of the GPT's vocabulary: the model reads it as {len(pieces)} "
-                    f"tokens ({' | '.join(map(visible, pieces))}). Type one token as the other tabs show tokens "
-                    "(␣lord is “lord” with the space before it), or pick one from the list")
+        return setting("token_id", token, upper=last_id(explorer)), ""
+    found, note = typed_token(explorer.need_gpt().tokenizer, token)
+    return ("" if found is None else found), note
 
 
 def why_view(explorer: Explorer, prompt, token="", projector=False):
     """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
     said = settle("token_id", token, high=last_id(explorer))[1] if isinstance(token, (int, float)) else ""
-    answer, note = explorer.why(prompt, why_token(explorer, token))
-    note += said
+    token, read_as = why_token(explorer, token)
+    answer, note = explorer.why(prompt, token)
+    note += said + read_as
     top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
     summary = (paragraph_html(explain.paragraph(answer)) +
                f"<details id='{explain.PANELS['prediction']}'><summary>top next tokens</summary><ul>{top}</ul></details>")
