@@ -135,7 +135,7 @@ def request_args(action: str, rng: random.Random, endpoint: str | None = None) -
     if action == "generate":
         return "generate", (fresh_prompt(rng, (3, 15)), 0.8, 50, 0.95, NEW_TOKENS, rng.randrange(10**6), False, -1, 0.0)
     if action == "translate":
-        return "translate", (fresh_source(rng), BEAM, "cross", "average", "average", False)
+        return "translate", (fresh_source(rng), BEAM, "cross", "average", "average", False, "today")
     endpoint, prompt = endpoint or rng.choice(TAB_ENDPOINTS), fresh_prompt(rng, (10, 50))
     if endpoint == "attention":
         return endpoint, (prompt, rng.randrange(4), rng.randrange(4), "probs", [], False, "gpt")
