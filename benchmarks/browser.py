@@ -61,10 +61,14 @@ KEYSTROKE = """async text => {
 GENERATE = """async ([tokens, stopAfter]) => {
   const sampler = window.toyviz.sampler, generated = document.querySelector('#generated');
   sampler.lastRun = null;
-  sampler.generate(document.querySelector('#prompt textarea').value, {...sampler.sliders(), max_new: tokens, seed: 0});
+  const sliders = sampler.sliders();                     // settled: {values, note}, as the page's Generate hands them on
+  sampler.generate(document.querySelector('#prompt textarea').value,
+                   {...sliders, values: {...sliders.values, max_new: tokens, seed: 0}});
   let stopped = null;
+  const began = performance.now();
   while (sampler.lastRun === null) {
     await new Promise(r => setTimeout(r, 1));
+    if (performance.now() - began > 300000) throw new Error("the page's generation never finished (300 s)");
     if (stopAfter && stopped === null && generated.textContent.length > stopAfter) {
       stopped = performance.now(); document.querySelector('#stop').click();
     }
