@@ -178,7 +178,7 @@ def endpoints(n_layer: int, n_head: int, tr_layers: int, tr_heads: int, position
 def export_args(prompt=PROMPT) -> tuple:
     """/export takes every control (the tab is server-side state: the API exports the default tab)."""
     return (prompt, False, "gpt", "cosine", 0, 0, "probs", [], -1, "dream", "block0.ln1", -1, -1, "", -1, "", 0.8, 50,
-            0.95, SOURCE, 2, "cross", "average", "average", "today", ["baseline"], "tokens", -1, "step")
+            0.95, SOURCE, 2, "cross", "average", "average", "1909", ["baseline"], "tokens", -1, "step")
 
 
 def answers_everything(a: App, n_layer: int, n_head: int, tr_layers: int, tr_heads: int) -> dict:

@@ -34,3 +34,8 @@ def test_a_1909_only_translator_answers_in_the_1909_register_and_says_so(tiny_tr
     assert translate_view(ex, SENTENCE, 1)[0] == ""                            # its default: no note
     for junk in ("1492", ["today"], 3.5):
         assert "The register is one of" in translate_view(ex, SENTENCE, 1, "cross", "average", "average", False, junk)[0]
+
+
+def test_the_page_selects_the_translators_default_register(tiny_translator, registered_translator):
+    assert Explorer(None, registered_translator).sizes().translator_registers[0] == "today"
+    assert Explorer(None, tiny_translator).sizes().translator_registers == ("1909",)

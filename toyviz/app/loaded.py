@@ -55,7 +55,7 @@ class Models:
     def sizes(self) -> SimpleNamespace:
         """What the controls are sized for: the layer and head sliders serve the GPT and both translator
         stacks (so the largest of them), position sliders the GPT's context, the translate tab's pickers
-        the translator, the snapshot slider the GPT's saved snapshots."""
+        the translator (its default register first), the snapshot slider the GPT's saved snapshots."""
         gpt = self.gpt.config if self.gpt else None
         tr = self.translator.config if self.translator else None
         depths = [gpt.n_layer] if gpt else []
@@ -66,7 +66,8 @@ class Models:
             gpt_heads=[f"{l}.{h}" for l in range(gpt.n_layer if gpt else 1) for h in range(gpt.n_head if gpt else 1)],
             context=gpt.context if gpt else 2,
             translator_layers=max(tr.n_encoder_layer, tr.n_decoder_layer) if tr else 1,
-            translator_heads=tr.n_head if tr else 1, snapshots=len(self.snapshots()) if gpt else 1)
+            translator_heads=tr.n_head if tr else 1, snapshots=len(self.snapshots()) if gpt else 1,
+            translator_registers=self.translator.registers if tr else ("today", "1909"))
 
     def need_gpt(self) -> GPT:
         if self.gpt is None:
