@@ -244,14 +244,16 @@ def translate_tab(ui, sizes):
             ui.source = gr.Textbox(value=DEFAULTS["text"], label="English", lines=2, scale=3, elem_id="source")
             ui.spanish = gr.Textbox(label="Spanish", lines=2, interactive=False, scale=3, elem_id="spanish")
             with gr.Column(scale=1, min_width=200):
-                # one click apart: the same sentence's attention with the decoder asked for the other register;
-                # the translator's default selected (a 1909-only checkpoint answers "today" with a note)
-                ui.register = gr.Radio([(name, key) for key, name in REGISTER_NAMES.items()],
-                                       value=sizes.translator_registers[0], label="Spanish of", elem_id="register")
                 ui.beam = slider("beam", "beam width (1 = greedy)", elem_id="beam")
                 ui.translate_button = gr.Button("Translate", variant="primary", elem_id="translate")
         cross = plot("cross-plot")
         with gr.Row():
+            # one click apart, beside what picks the attention drawn: the same sentence's attention with the decoder
+            # asked for the other register; the translator's default selected, and shown only for a translator
+            # that has two (a 1909-only checkpoint has nothing to choose: its tab stays as it was)
+            ui.register = gr.Radio([(name, key) for key, name in REGISTER_NAMES.items()],
+                                   value=sizes.translator_registers[0], label="Spanish of", elem_id="register",
+                                   visible=len(sizes.translator_registers) > 1)
             ui.attention_kind = gr.Radio(["cross", "encoder", "decoder"], value="cross", label="attention")
             average_or = lambda n: ["average"] + [str(i) for i in range(n)]
             ui.tr_layer = gr.Dropdown(average_or(sizes.translator_layers), value="average", label="layer")
