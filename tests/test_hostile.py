@@ -226,7 +226,9 @@ def test_any_input_to_any_endpoint_is_an_answer_or_a_message_never_a_fault(fuzze
     render, count = endpoints()[name]
     slowest = []
 
-    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    # derandomized: the same examples on every run, so CI is not a lottery (a new input that breaks an endpoint is
+    # found by widening them, and stays found)
+    @settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(st.lists(any_input(), min_size=count, max_size=count))
     def check(args):
         start = time.perf_counter()
@@ -238,8 +240,8 @@ def test_any_input_to_any_endpoint_is_an_answer_or_a_message_never_a_fault(fuzze
                 answer.close()
         except UserError:
             pass
-        except Unavailable:                           # the one part the tiny GPT was not given: a dictionary
-            assert name == "features"
+        except Unavailable as err:                    # the one part the tiny GPT was not given: a dictionary (the
+            assert "no feature dictionary" in str(err)   # Features tab, a generation steered by a feature)
         slowest.append(time.perf_counter() - start)
 
     check()

@@ -5,11 +5,17 @@ import torch
 
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import positional as positional_figs
+from toyviz.errors import UserError
 from toyviz.models.layers import sinusoidal_encoding
 from toyviz.settings.controls import clamp
 
 
+METRICS = ("cosine", "dot")     # the similarity the page's radio offers; the API may send anything
+
+
 def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False, model="gpt"):
+    if metric not in METRICS:
+        raise UserError(f"the similarity is {' or '.join(METRICS)}, not {metric!r}")
     tr, note = explorer.view(prompt, model)
     config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
     kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper

@@ -5,11 +5,14 @@ from __future__ import annotations
 from toyviz.api import REGISTER_NAMES
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import translation as translation_figs
+from toyviz.errors import UserError
 from toyviz.settings.controls import clamp, settle
 
 
 def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False,
                    register=None):
+    if kind not in translation_figs.KINDS:        # a choice the page's radio offers; the API may send anything
+        raise UserError(f"the attention shown is one of {', '.join(translation_figs.KINDS)}, not {kind!r}")
     beam, said = settle("beam", beam)              # the one rule: a beam past 8 is 8, said in the note
     register, register_note = chosen_register(explorer, register)
     out, note = explorer.translate(text, beam, register)
