@@ -49,9 +49,11 @@ def test_invented_hosts_never_evict_the_first_addresses_served(page):
     url, shelf = page
     ordinary = httpx.get(url)
     assert ordinary.status_code == 200
+    served_first = set(shelf.pages)                      # the real address (the first served in this module)
     for n in range(40):
         assert httpx.get(url, headers={"Host": f"invented-{n}.example"}).status_code == 200
     assert len(shelf.pages) <= ADDRESSES_KEPT and len(shelf.pinned) <= PINNED_ADDRESSES
+    assert served_first <= set(shelf.pages)              # kept: first in, first out would have dropped it
     again = httpx.get(url, headers={"If-None-Match": ordinary.headers["etag"]})
     assert again.status_code == 304                      # still kept: not rendered again, the same page
     assert root_of(httpx.get(url).text).startswith(url.rstrip("/"))
