@@ -47,7 +47,7 @@ from toyviz.serving.memory import keep_returning_freed_memory
 from toyviz.serving.server import prepare_server
 from toyviz.serving.static import Shelf, StaticFiles
 from toyviz.serving.workers import Workers
-from toyviz.app.tabs import TABS, draw_every_tab
+from toyviz.app.tabs import TABS, draw_every_tab, queue
 from toyviz.settings import links
 from toyviz.settings.controls import DEFAULTS
 
@@ -58,9 +58,6 @@ CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="ut
 # waited for one: p95 9.0 s; with 32, 1.5 s
 GENERATIONS_AT_ONCE = 32
 UPDATES_AT_ONCE = 4          # a tab's updates computed at once in one process: more only wait for the lock
-# attribution graphs computed at once, whichever event asks (the tab, its endpoint, an intervention): each takes up to
-# ~0.5 GB at the circuits' caps (docs/deploying.md), so this bounds their memory; a worker computes one at a time
-QUEUES = {"circuit": 2}
 QUEUE_PLACES = 2048          # events waiting at most: 300 students opening the page at once (4 each), with room
 # Gradio's cache (exports, anything Gradio copied to serve) is swept every minute of files older than an
 # export is kept (toyviz.serving.files): a Space up for a term keeps only the last minutes' files
@@ -116,14 +113,6 @@ def registry(ui, bind) -> dict:
                    components(tab.outputs), components(tab.controls), tab.api or name) for name, tab in TABS.items()}
 
 
-def queue(ui, name: str) -> dict:
-    """The queue an event of tab `name` waits in: its own, `ui.at_once` computed at once, or the one it shares
-    with the actions of its Tab.queue (the circuits: QUEUES["circuit"] graphs at once, so their memory is bounded)."""
-    shared = TABS[name].queue
-    return dict(concurrency_limit=QUEUES[shared], concurrency_id=shared) if shared else \
-        dict(concurrency_limit=ui.at_once)
-
-
 def wire_tabs(ui, tabs: dict, bind):
     """Each renderer answers its tab's selection and its own controls; the shared controls (prompt,
     projector, picker) redraw only the tab on screen, through its hidden redraw button (`redraw_current`). A control
@@ -140,15 +129,15 @@ def wire_tabs(ui, tabs: dict, bind):
         # one event draws the tab and notes it as current (two were a tenth of what a class's page opens sent)
         def select(request: gr.Request, *values, draw=on_page, name=name):
             return [*draw(request, *values), name]
-        tab.select(select, inputs, outputs + [ui.current], js=js, api_visibility="private", **queue(ui, name))
+        tab.select(select, inputs, outputs + [ui.current], js=js, api_visibility="private", **queue(name, ui.at_once))
         for control in controls:        # the Sample tab's sliders: the page's own model answers them when it runs
             trigger = browser_model.page_first(control.input, "redraw", inputs).success if name == "sample" \
                 else control.input
-            trigger(on_page, inputs, outputs, js=js, api_visibility="private", **queue(ui, name))
+            trigger(on_page, inputs, outputs, js=js, api_visibility="private", **queue(name, ui.at_once))
         gr.Button(visible=False).click(limited_fn, inputs, outputs, api_name=api_name,
-                                       **queue(ui, name))          # scripts call these: each visitor's share
+                                       **queue(name, ui.at_once))          # scripts call these: each visitor's share
         gr.Button(visible="hidden", elem_id=f"redraw-{name}").click(on_page, inputs, outputs, js=js,
-                                                                   api_visibility="private", **queue(ui, name))
+                                                                   api_visibility="private", **queue(name, ui.at_once))
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
 
@@ -181,6 +170,7 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
     the why-tab's token choices and patching. `compute`: a view → its function of the inputs (toyviz.app.compute)."""
     bind = lambda view: friendly(compute(view))
     translate, inputs, outputs = tabs["translate"][:3]
+    translate = limited(translate, TABS["translate"].allowance)      # the button counts as the tab's redraws do
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
         event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=ui.at_once)
     for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
@@ -247,12 +237,12 @@ def wire_circuits(ui, compute):
     inputs = [ui.prompt, ui.circuit_target, ui.circuit_node, ui.circuit_scale, ui.projector]
     intervene = limited(bind(circuits.intervention_view), "circuit_intervene")
     ui.circuit_button.click(in_place(intervene, [ui.circuit_result]), inputs, ui.circuit_result,
-                            js=clamp_in_page(inputs), api_visibility="private", **queue(ui, "circuits")).then(
+                            js=clamp_in_page(inputs), api_visibility="private", **queue("circuits", ui.at_once)).then(
         lambda: gr.update(visible=True), None, ui.circuit_result, api_visibility="private")
     gr.Button(visible=False).click(intervene, inputs, ui.circuit_result, api_name="circuit_intervene",
-                                   **queue(ui, "circuits"))
+                                   **queue("circuits", ui.at_once))
     gr.Button(visible=False).click(limited(bind(circuits.circuit_json), "circuit"), [ui.prompt, ui.circuit_target],
-                                   ui.circuit_json, api_name="circuit", **queue(ui, "circuits"))
+                                   ui.circuit_json, api_name="circuit", **queue("circuits", ui.at_once))
 
 
 def wire_links(ui):

@@ -63,6 +63,18 @@ TABS = {
 }
 
 
+# attribution graphs computed at once, whichever event asks (the tab, its endpoint, an intervention): each takes up to
+# ~0.5 GB at the circuits' caps (docs/deploying.md), so this bounds their memory; a worker computes one at a time
+QUEUES = {"circuit": 2}
+
+
+def queue(name: str, at_once: int) -> dict:
+    """The Gradio queue settings of tab `name`'s events: its own, `at_once` computed at once, or the queue it shares
+    with the actions of its Tab.queue (QUEUES: how many at once)."""
+    shared = TABS[name].queue
+    return dict(concurrency_limit=QUEUES[shared], concurrency_id=shared) if shared else dict(concurrency_limit=at_once)
+
+
 def draw_every_tab(explorer: Explorer, values: dict[str, object]) -> float:
     """Every tab drawn once for these input values (by name), before a server answers: a class opens the
     link on the first values and finds their traces cached, and what the tabs build on first use (the
