@@ -72,7 +72,8 @@ def contributions(trace: Trace, model, position: int = -1, token: int | None = N
     W = model.head.weight.double()
     u = W[token] - W.mean(0) if minus_mean else W[token]                      # (C,)
     direction = ln["weight"].double() * u / ln["std"][position].double()
-    contrib = lambda v: float(((v.double() - v.double().mean()) * direction).sum())
+    centred = (lambda v: v - v.mean()) if ln.centres else (lambda v: v)     # an RMSNorm centres nothing
+    contrib = lambda v: float((centred(v.double()) * direction).sum())
     out = {}
     for name, part in trace.residual_parts.items():
         if name.component == "attn":

@@ -17,7 +17,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from toyviz.models import names
 from toyviz.models.config import GPTConfig
 from toyviz.models.hooks import Record, ablation, at, chain, named, steering
-from toyviz.models.layers import Block, KVCache, dropped, rope_angles, rotation, sinusoidal_encoding
+from toyviz.models.layers import Block, KVCache, dropped, make_norm, rope_angles, rotation, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
 from toyviz.models.trace import PerHead, Pieces, Recorded, Trace, numbered
 
@@ -43,13 +43,14 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         self.embed_scale = math.sqrt(c.d_model) if c.positional == "sinusoidal" else 1.0
         self.drop = nn.Dropout(c.dropout)
         if c.positional == "rope":      # every position's rotation, once: a generated token looks its row up
-            cos, sin = rotation(rope_angles(torch.arange(c.context), c.d_head))
-            self.register_buffer("rope_cos", cos, persistent=False)     # (context, d_head), not in checkpoints
+            cos, sin = rotation(rope_angles(torch.arange(c.context), c.rotary_dims, c.rope_base))
+            self.register_buffer("rope_cos", cos, persistent=False)     # (context, rotary dims), not in checkpoints
             self.register_buffer("rope_sin", sin, persistent=False)
         self.blocks = nn.ModuleList(
-            Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout)
+            Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout,
+                  norm_kind=c.norm_kind, norm_eps=c.norm_eps, parallel=c.parallel, n_kv_head=c.n_kv_head)
             for _ in range(c.n_layer))
-        self.ln_f = nn.LayerNorm(c.d_model, bias=c.bias)
+        self.ln_f = make_norm(c.d_model, c.norm_kind, c.bias, c.norm_eps)
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         if c.tie_head:
             self.head.weight = self.tok_emb.weight
@@ -108,7 +109,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         if self.config.positional != "rope":
             return None
         if (int(positions.max()) if last is None else last) >= len(self.rope_cos):
-            return rotation(rope_angles(positions, self.config.d_head))
+            return rotation(rope_angles(positions, self.config.rotary_dims, self.config.rope_base))
         cos, sin = self.rope_cos[positions], self.rope_sin[positions]
         return (cos[:, None], sin[:, None]) if positions.dim() == 2 else (cos, sin)   # rows: every head alike
 
@@ -154,7 +155,8 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             layernorms=seen.norms(self.ln_f), logits=logits[0], causal=causal,
             ablated={names.parse(attention): heads for attention, heads in (ablate or {}).items()},
             truncated=truncated,
-            rope_angles=rope_angles(positions, self.config.d_head) if self.config.positional == "rope" else None)
+            rope_angles=rope_angles(positions, self.config.rotary_dims, self.config.rope_base)
+            if self.config.positional == "rope" else None)
 
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,

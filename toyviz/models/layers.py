@@ -63,8 +63,12 @@ def rotation(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def apply_rope(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """Rotate each (2i, 2i+1) pair (a, b) of x (…, T, d_head) to (a·cos − b·sin, a·sin + b·cos), by the
-    angles whose `rotation` is rope; the same numbers as writing out the pairs, in fewer operations."""
+    angles whose `rotation` is rope; the same numbers as writing out the pairs, in fewer operations. A
+    rotation narrower than the head (r < d_head dims: Pythia's partial rotary) turns the first r dims only."""
     cos, sin = (t.to(x.dtype) for t in rope)
+    r = cos.shape[-1]
+    if r < x.shape[-1]:                                                  # (…, T, r) turned, (…, T, hs − r) as is
+        return torch.cat((apply_rope(x[..., :r], rope), x[..., r:]), dim=-1)
     swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)              # (a, b) → (b, a)
     return x * cos + swapped * sin
 
@@ -135,18 +139,24 @@ class MultiHeadAttention(nn.Module):
     step by step (scores → mask → softmax → @V) so each can be read or edited.
     """
 
-    def __init__(self, d_model: int, n_head: int, bias: bool = True, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_head: int, bias: bool = True, dropout: float = 0.0, n_kv_head: int = 0):
         super().__init__()
         self.n_head, self.d_head = n_head, d_model // n_head
+        self.n_kv_head = n_kv_head or n_head     # fewer: grouped-query attention (Llama-family models)
         self.q = nn.Linear(d_model, d_model, bias=bias)
-        self.k = nn.Linear(d_model, d_model, bias=bias)
-        self.v = nn.Linear(d_model, d_model, bias=bias)
+        self.k = nn.Linear(d_model, self.n_kv_head * self.d_head, bias=bias)
+        self.v = nn.Linear(d_model, self.n_kv_head * self.d_head, bias=bias)
         self.o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
 
     def _heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
-        return x.view(B, T, self.n_head, self.d_head).transpose(1, 2)
+        return x.view(B, T, -1, self.d_head).transpose(1, 2)
+
+    def _kv_heads(self, x):  # (B, T, nkv * hs) -> (B, nh, T, hs): each K/V head repeated for its group of queries
+        x = self._heads(x)
+        group = self.n_head // self.n_kv_head
+        return x if group == 1 else x.repeat_interleave(group, dim=1)
 
     def forward(self, x, memory=None, *, causal=False, key_keep=None, rope=None,
                 cache: KVCache | None = None, layer: int = 0, hooks=None, name: str | None = None):
@@ -159,7 +169,7 @@ class MultiHeadAttention(nn.Module):
             k, v = cache.memory[layer]                                   # the memory's, computed once
         else:
             source = x if memory is None else memory
-            k, v = self._heads(self.k(source)), self._heads(self.v(source))
+            k, v = self._kv_heads(self.k(source)), self._kv_heads(self.v(source))
             if memory is not None and cache is not None:
                 cache.memory[layer] = (k, v)
         if memory is None and rope is not None:                          # cross-attention has no rope
@@ -202,7 +212,8 @@ class MultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward: d → d_ff → d with GELU or ReLU, or SwiGLU's gated form."""
+    """Position-wise feed-forward: d → d_ff → d with GELU (exact, or GPT-2's tanh approximation) or ReLU, or
+    SwiGLU's gated form."""
 
     def __init__(self, d_model: int, d_ff: int, kind: str = "gelu", bias: bool = True, dropout: float = 0.0):
         super().__init__()
@@ -215,6 +226,8 @@ class FeedForward(nn.Module):
     def hidden(self, x):  # (B, T, C) -> (B, T, d_ff), what `down` reads (a sparse autoencoder's site)
         if self.kind == "swiglu":
             return F.silu(self.gate(x)) * self.up(x)
+        if self.kind == "gelu_tanh":
+            return F.gelu(self.up(x), approximate="tanh")
         return F.gelu(self.up(x)) if self.kind == "gelu" else F.relu(self.up(x))
 
     def forward(self, x, hooks=None, name: str | None = None):  # (B, T, C) -> (B, T, C); name: "block{i}.mlp"
@@ -224,24 +237,31 @@ class FeedForward(nn.Module):
         return dropped(self.drop, self.down(h))
 
 
+def make_norm(d_model: int, kind: str = "layernorm", bias: bool = True, eps: float = 1e-5) -> nn.Module:
+    """LayerNorm γ ⊙ (x − mean) / √(var + eps) + β, or RMSNorm γ ⊙ x / √(mean x² + eps) (Llama: no centring, no β)."""
+    return nn.RMSNorm(d_model, eps=eps) if kind == "rmsnorm" else nn.LayerNorm(d_model, eps=eps, bias=bias)
+
+
 class Block(nn.Module):
     """A transformer block: self-attention, optional cross-attention, feed-forward.
 
     Each sub-layer adds its output to the residual stream. Pre-norm (GPT-2) normalises the
     sub-layer's input; post-norm (the 2017 paper) normalises the stream after the add, so there
     the norm itself rewrites the stream (a trace records that change as a write too, "block0.ln1.change",
-    and the writes still add up exactly to the final stream).
+    and the writes still add up exactly to the final stream). A parallel block (GPT-NeoX) feeds attention
+    and feed-forward the same stream and adds both writes: x + attn(ln1(x)) + mlp(ln2(x)).
     """
 
     def __init__(self, d_model, n_head, d_ff, feed_forward="gelu", norm="pre", cross=False,
-                 bias=True, dropout=0.0):
+                 bias=True, dropout=0.0, *, norm_kind="layernorm", norm_eps=1e-5, parallel=False, n_kv_head=0):
         super().__init__()
-        self.pre_norm = norm == "pre"
-        self.ln1 = nn.LayerNorm(d_model, bias=bias)
-        self.attn = MultiHeadAttention(d_model, n_head, bias, dropout)
-        self.ln_cross = nn.LayerNorm(d_model, bias=bias) if cross else None
+        self.pre_norm, self.parallel = norm == "pre", parallel
+        make = lambda: make_norm(d_model, norm_kind, bias, norm_eps)
+        self.ln1 = make()
+        self.attn = MultiHeadAttention(d_model, n_head, bias, dropout, n_kv_head)
+        self.ln_cross = make() if cross else None
         self.cross = MultiHeadAttention(d_model, n_head, bias, dropout) if cross else None
-        self.ln2 = nn.LayerNorm(d_model, bias=bias)
+        self.ln2 = make()
         self.mlp = FeedForward(d_model, d_ff, feed_forward, bias, dropout)
         self.drop = nn.Dropout(dropout)
 
@@ -252,6 +272,11 @@ class Block(nn.Module):
         x = at(hooks, names.resid_pre(index), x)
         attn = lambda h: self.attn(h, causal=causal, key_keep=key_keep, rope=rope, cache=cache, layer=index,
                                    hooks=hooks, name=attn_name)
+        if self.parallel:                # both read x: their writes add to it together
+            mlp = lambda h: self.mlp(h, hooks, mlp_name)
+            attn_write = self._branch(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), hooks)
+            x = x + attn_write + self._branch(x, mlp, self.ln2, mlp_name, names.norm(index, "ln2"), hooks)
+            return at(hooks, names.resid_post(index), x)
         x = self._sublayer(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), hooks)
         if self.cross is not None:
             cross = lambda h: self.cross(h, memory, key_keep=memory_keep, cache=cache, layer=index, hooks=hooks,
@@ -263,8 +288,12 @@ class Block(nn.Module):
 
     def _sublayer(self, x, fn, norm, write_name, norm_name, hooks):
         """Pre-norm x + f(norm(x)); post-norm norm(x + f(x)). The write and the norm are hook points."""
-        normed = lambda t: at(hooks, norm_name, norm(at(hooks, names.norm_input(norm_name), t)))
-        write = lambda t: at(hooks, write_name, dropped(self.drop, t))
         if self.pre_norm:
-            return x + write(fn(normed(x)))
-        return normed(x + write(fn(x)))
+            return x + self._branch(x, fn, norm, write_name, norm_name, hooks)
+        normed = lambda t: at(hooks, norm_name, norm(at(hooks, names.norm_input(norm_name), t)))
+        return normed(x + at(hooks, write_name, dropped(self.drop, fn(x))))
+
+    def _branch(self, x, fn, norm, write_name, norm_name, hooks):
+        """A pre-norm sub-layer's write f(norm(x)) (B, T, C); the write and the norm are hook points."""
+        normed = at(hooks, norm_name, norm(at(hooks, names.norm_input(norm_name), x)))
+        return at(hooks, write_name, dropped(self.drop, fn(normed)))

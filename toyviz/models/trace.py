@@ -129,20 +129,28 @@ def head_writes(out: torch.Tensor, w_o: torch.Tensor) -> torch.Tensor:
 
 class NormStats(Mapping):
     """One LayerNorm of a pass: its "input", "output", "weight", "bias", and the "mean" and "std"
-    (= √(var + eps)) of each position's input as the norm computed them. The statistics wait for their
+    (= √(var + eps)) of each position's input as the norm computed them. An RMSNorm (Llama) centres nothing
+    and has no β: its "mean" is 0, its "std" the root mean square √(mean x² + eps) it divides by, its "bias"
+    zeros, and `centres` is False. The statistics wait for their
     first reader (the Layer-norm tab, a final-norm readout): a trace's nine norms would otherwise cost
     about 2 % of a traced forward every time, for views that never look at them."""
 
     KEYS = ("input", "output", "mean", "std", "weight", "bias")
 
-    def __init__(self, module: torch.nn.LayerNorm, x: torch.Tensor, out: torch.Tensor):
+    def __init__(self, module: torch.nn.LayerNorm | torch.nn.RMSNorm, x: torch.Tensor, out: torch.Tensor):
         self.module, self.stats = module, None           # stats: {"mean", "std"} once read
+        self.centres = not isinstance(module, torch.nn.RMSNorm)
+        bias = getattr(module, "bias", None)
         self.held = {"input": x, "output": out, "weight": module.weight.detach(),
-                     "bias": module.bias.detach() if module.bias is not None else torch.zeros_like(module.weight)}
+                     "bias": bias.detach() if bias is not None else torch.zeros_like(module.weight)}
 
     def __getitem__(self, key: str) -> torch.Tensor:
         if key not in ("mean", "std"):
             return self.held[key]
+        if self.stats is None and not self.centres:      # RMSNorm: nothing subtracted, divided by the rms
+            x = self.held["input"]
+            rms = (x.float().pow(2).mean(-1) + self.module.eps).sqrt().to(x.dtype)
+            self.stats = {"mean": torch.zeros_like(rms), "std": rms}
         if self.stats is None:                           # two racing readers compute the same numbers
             # LayerNorm's own kernel gives mean and 1/std in one pass: ~5× faster here than `x.var`
             x = self.held["input"]
