@@ -666,7 +666,7 @@ def test_a_folder_that_is_not_a_checkpoint_gives_one_line(tmp_path, capsys, monk
     def build(explorer, **options):
         raise Built(explorer)
 
-    monkeypatch.setattr(app, "build", build)
+    monkeypatch.setattr(toyviz.app.page, "build", build)                 # app.main is toyviz.app.serve.main
     for folder, message in not_checkpoints(tmp_path).items():
         with pytest.raises(Built) as built:
             app.main(["--gpt", str(folder), "--translator", str(folder), "--device", "cpu"])

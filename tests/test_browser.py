@@ -422,7 +422,8 @@ def test_a_queued_generation_shows_its_place_in_the_queue(browser, monkeypatch):
     import app
     import gradio_client
     from toyviz.serving import pacing
-    monkeypatch.setattr(app, "GENERATIONS_AT_ONCE", 1)
+    import toyviz.app.page
+    monkeypatch.setattr(toyviz.app.page, "GENERATIONS_AT_ONCE", 1)    # what app.build reads
     reading_pace = pacing.TOKENS_PER_S
     monkeypatch.setattr(pacing, "TOKENS_PER_S", 2.0)                  # the server runs in this process
     demo = app.build(Explorer.load("gpt", "translator", "cpu"))
