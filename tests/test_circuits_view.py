@@ -43,8 +43,8 @@ def test_the_worked_example_is_drawn_from_one_graph(explorer, monkeypatch):
 
 def test_the_endpoints_json_is_the_commands(explorer, tmp_path):
     ours = view.circuit_json(explorer, PROMPT, " S")
-    command.main([PROMPT, "--target", " S", "--out", str(tmp_path / "graph.json")])
-    theirs = json.loads((tmp_path / "graph.json").read_text())
+    command.main([PROMPT, "--target", " S", "--out", str(tmp_path)])      # a folder: the graph is <slug>.json there
+    theirs = json.loads((tmp_path / f"{ours['metadata']['slug']}.json").read_text())
     for graph in (ours, theirs):
         del graph["metadata"]["info"]["create_time_ms"]
     assert json.loads(json.dumps(ours)) == theirs
@@ -66,7 +66,8 @@ def test_a_clicked_feature_is_ablated_in_the_real_gpt_beside_the_graphs_predicti
     # the graph is linear in the feature: doubling it predicts the opposite of removing it (the real GPT need not)
     assert f"logit {-expected.predicted_logit_change:+.2f}" in steered.data[0].text[1]
     assert steered.layout.title.text.startswith("Scaled × 2")
-    for wrong, words in [("", "click a feature"), ("err_0_8", "click a feature"), ("3_2047_1", "not active")]:
+    for wrong, words in [("", "click a feature"), ("0_-1_8", "click a feature"), ("err_0_8", "click a feature"),
+                         ("5_3_8", "click a feature"), ("3_2047_1", "not active")]:
         with pytest.raises(UserError, match=words):
             view.intervention_view(explorer, PROMPT, "", wrong, 0)
 

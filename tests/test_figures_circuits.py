@@ -23,12 +23,12 @@ def small_view() -> cf.CircuitView:
              cf.Node("0_10_2", "feature", 1, 2, "' S' (75%)", 0.25, 3.0),
              cf.Node("0_11_2", "feature", 1, 2, "' S' (100%)", 0.1, 2.0),
              cf.Node("0_12_1", "feature", 1, 1, "Master", 0.05, 1.0),
-             cf.Node("err_0_2", "error", 1, 2, "", 0.1, 0.5), cf.Node("2_5_2", "logit", 3, 2, 'Output " S"', 0.0, 6.0)]
+             cf.Node("0_-1_2", "error", 1, 2, "", 0.1, 0.5), cf.Node("2_5_2", "logit", 3, 2, 'Output " S"', 0.0, 6.0)]
     for n in nodes:
         n.dashboard = (cf.feature_html(n, cf.feature_number(n), board(cf.feature_number(n))) if n.kind == "feature"
                        else "<div>other</div>")
     edges = [("E_2_2", "0_10_2", 2.0), ("E_2_2", "0_11_2", 1.0), ("E_1_1", "0_12_1", 0.5),
-             ("0_10_2", "2_5_2", 3.0), ("0_11_2", "2_5_2", -1.0), ("0_12_1", "0_11_2", 0.2), ("err_0_2", "2_5_2", 0.4)]
+             ("0_10_2", "2_5_2", 3.0), ("0_11_2", "2_5_2", -1.0), ("0_12_1", "0_11_2", 0.2), ("0_-1_2", "2_5_2", 0.4)]
     return cf.CircuitView(nodes, edges, PIECES, " S", 0.9, 2, 0.8, 0.9, 0.1)
 
 
@@ -69,7 +69,7 @@ def test_only_the_strongest_shares_are_drawn_and_the_title_says_so():
     kept = cf.drawn_edges(view, limit=3)
     assert len(kept) == 3
     # the logit's input 3.0 of 4.4 and the features' sole inputs (share 1) come before a 0.4 / 4.4 one
-    assert ("err_0_2", "2_5_2", 0.4) not in kept and ("E_1_1", "0_12_1", 0.5) in kept
+    assert ("0_-1_2", "2_5_2", 0.4) not in kept and ("E_1_1", "0_12_1", 0.5) in kept
     fig = cf.graph_figure(view, limit=3)
     assert "3 of 7 links" in fig.layout.title.text
     assert fig.layout.title.subtitle.text.startswith("The 3 strongest links drawn. Hover")

@@ -1,9 +1,11 @@
 """Write the attribution graph of one prediction as JSON (Neuronpedia's graph viewer / circuit-tracer schema).
 
-    python -m toyviz.circuits "To be, or not to" --target " be" [--out graph.json]
+    python -m toyviz.circuits "To be, or not to" --target " be" [--out graphs/ | --out graphs/to-be.json]
 
-Prints the graph's size, its replacement and completeness scores and the time it took; the code is
-toyviz.interpret.circuits.
+The graph goes into a folder as <slug>.json, listed in the folder's graph-metadata.json, so the folder opens
+in circuit-tracer's local server (`circuit_tracer.frontend.serve(data_dir=folder)`); a file name given with
+--out is the slug. Prints the graph's size, its replacement and completeness scores and the time it took;
+the code is toyviz.interpret.circuits.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from toyviz.errors import UserError, run_command
 
 def main(argv=None) -> dict:
     import toyviz
-    from toyviz.interpret.circuits import EDGE_THRESHOLD, NODE_THRESHOLD, load_labels, load_transcoders, trace
+    from toyviz.interpret.circuits import EDGE_THRESHOLD, NODE_THRESHOLD, export, load_labels, load_transcoders, trace
     from toyviz.interpret.transcoders import FOLDER
 
     p = argparse.ArgumentParser(prog="python -m toyviz.circuits", description=__doc__.split("\n\n")[0])
@@ -27,7 +29,8 @@ def main(argv=None) -> dict:
     p.add_argument("--transcoders", default=None, help="folder (default <GPT checkpoint>/transcoders)")
     p.add_argument("--node-threshold", type=float, default=NODE_THRESHOLD, help="share of node influence kept")
     p.add_argument("--edge-threshold", type=float, default=EDGE_THRESHOLD, help="share of edge influence kept")
-    p.add_argument("--out", default=None, help="the JSON file (default <slug>.json here)")
+    p.add_argument("--out", default=None, help="a folder (default: here), or a file <slug>.json in one; the folder's "
+                                               "graph-metadata.json lists it")
     p.add_argument("--device", default=None)
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     gpt = toyviz.load(args.gpt, device=args.device)
@@ -38,10 +41,12 @@ def main(argv=None) -> dict:
         raise UserError(str(err)) from None
     circuit = trace(gpt, transcoders, args.prompt, args.target, labels=load_labels(folder),
                     node_threshold=args.node_threshold, edge_threshold=args.edge_threshold)
-    graph = circuit.to_json()
-    out = Path(args.out or f"{graph['metadata']['slug']}.json")
-    out.write_text(json.dumps(graph))
-    summary = {"out": str(out), "target": circuit.target_piece, "prob": round(circuit.prob, 4),
+    out = Path(args.out or ".")
+    named = out.suffix == ".json"
+    graph = circuit.to_json(out.stem if named else None)
+    out = export.save(graph, out.parent if named else out)
+    summary = {"out": str(out), "index": str(out.parent / export.INDEX), "target": circuit.target_piece,
+               "prob": round(circuit.prob, 4),
                "positions": circuit.graph.n_positions, "features": circuit.graph.n_features,
                "nodes_kept": len(graph["nodes"]), "links_kept": len(graph["links"]),
                "replacement": round(circuit.replacement, 4), "completeness": round(circuit.completeness, 4),

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from toyviz.app.figures import PROJECTOR_SCALE, figure, style, visible
 from toyviz.app.figures.features import DOWN, UP
+from toyviz.interpret.circuits.export import parse
 from toyviz.interpret.dictionary import Dashboard
 
 MAX_EDGES = 400               # edges drawn: the strongest shares of their target's input (a hairball past that)
@@ -37,7 +38,7 @@ KIND_STYLE = {                # marker symbol, colour, legend name
 
 @dataclass
 class Node:
-    key: str                  # the graph JSON's node_id ("2_1465_21", "err_0_8", "E_262_8", "5_83_21"), a group's name
+    key: str                  # the graph JSON's node_id ("2_1465_21", error "0_-1_8", "E_262_8", "5_83_21"), a group's name
     kind: str                 # feature | error | token | logit | group
     row: float                # 0 tokens, 1 + layer, layers + 1 the logit (a group: its members' mean)
     position: float
@@ -106,7 +107,7 @@ def logit_error_share(graph) -> float:
 
 
 def feature_number(node: Node) -> int:
-    return int(node.key.split("_")[1])
+    return parse(node.key).index
 
 
 # ---------------------------------------------------------------- supernodes -----------------
@@ -242,11 +243,13 @@ def summary(node: Node, view: CircuitView) -> str:
     """A node's hover line: what it is, where, how strong, how much of the target it carries."""
     share = f"influence {node.influence:.1%}"
     if node.kind == "feature":
-        layer, _, position = node.key.split("_")
+        named = parse(node.key)
+        layer, position = named.layer, named.position
         return (f"layer {layer} feature #{feature_number(node)} at {position}: {visible(view.pieces[int(position)])}"
                 f"<br>{html.escape(node.label)}<br>activation {node.value:.2f} · {share} · id {node.key}")
     if node.kind == "error":
-        layer, position = node.key.split("_")[1:]
+        named = parse(node.key)
+        layer, position = named.layer, named.position
         return f"error node, layer {layer} at {position}: what the transcoder misses (norm {node.value:.2f}) · {share}"
     if node.kind == "token":
         return f"token {visible(node.label)} at {int(node.position)} (its embedding) · {share}"
@@ -287,7 +290,8 @@ def feature_html(node: Node, feature: int, board: Dashboard | None) -> str:
     """A feature's dashboard as the Features tab draws it, in HTML the panel shows: its label, its strongest
     held-out contexts (each token shaded by the activation there) and the tokens its direction promotes and
     suppresses (blue and red bars)."""
-    layer, _, position = node.key.split("_")
+    named = parse(node.key)
+    layer, position = named.layer, named.position
     head = (f"<div class='circuit-card'><b>Layer {layer}, feature #{feature}</b> {html.escape(node.label)}<br>"
             f"here at position {position}: activation {node.value:.2f} · {node.influence:.1%} of the influence")
     if board is None:

@@ -13,6 +13,7 @@ from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.figures import visible
 from toyviz.app.views.typed import typed_token
 from toyviz.errors import UserError
+from toyviz.interpret.circuits.export import parse
 from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.dictionary import dashboard
 from toyviz.settings.controls import clamp
@@ -32,7 +33,6 @@ EXAMPLES = [("induction: a name again", "Mistress Quickly and Master Slender wen
             ("an idiom", "I pray you, good my"),
             ("a famous line", "To be, or not to")]
 SCALES = (-4.0, 4.0)          # an intervention's scale: 0 ablates, 1 changes nothing, 2 doubles, −1 flips
-FEATURE_ID = re.compile(r"^(\d+)_(\d+)_(\d+)$")       # "<layer>_<feature>_<position>", the graph JSON's node_id
 
 
 def parse_supernodes(text) -> dict[str, list[str]]:
@@ -91,11 +91,11 @@ def circuits_view(explorer: Explorer, prompt, target="", supernodes="", projecto
 
 def feature_node(circuit, node) -> int:
     """The graph's index of the feature named "<layer>_<feature>_<position>"; a UserError if it is none of its."""
-    match = FEATURE_ID.match(str(node or "").strip())
-    if not match:
-        raise UserError(f"click a feature of the graph (or type its id, e.g. 2_1465_21), not {node!r}")
-    layer, feature, position = map(int, match.groups())
     graph = circuit.graph
+    named = parse(node or "", graph.n_layers)          # the graph JSON's node_id: "<layer>_<feature>_<position>"
+    if named is None or named.kind != "feature":
+        raise UserError(f"click a feature of the graph (or type its id, e.g. 2_1465_21), not {node!r}")
+    layer, feature, position = named.layer, named.index, named.position
     found = ((graph.layer == layer) & (graph.feature == feature) & (graph.position == position)).nonzero()
     if not len(found):
         raise UserError(f"feature {node} is not active in this graph (layer {layer}, feature {feature}, position "
