@@ -12,13 +12,21 @@ A lecture expires at the end of the day (UTC) on which it is three hours old, so
 lose its code at midnight UTC; expired lectures, their votes and answers are deleted when the next one starts.
 Nothing personal is kept: a vote is (lecture, step, a random id the phone made up, the choice).
 
+The presenter's End lecture (`end`) keeps what a report needs and deletes the lecture: per step, what the caller
+says the step was (its content and hash, toyviz.classroom.report makes it from the lesson), how long it was shown,
+the model's answer and the class's tally; the date, the lesson, the number of phones that voted. Reports are read
+with the presenter's secret alone (the lecturer's browser keeps it), the newest REPORTS_KEPT of them; on a public
+Space (SPACE_ID set) none longer than SPACE_REPORT_DAYS.
+
 Gradio answers on many threads: each thread has its own connection, the file is in WAL mode (readers never wait
 for a writer, so 100 phones polling do not queue behind a vote), and every change is one transaction.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
+import json
 import os
 import secrets
 import sqlite3
@@ -39,6 +47,8 @@ CODE_LENGTH = 6                                  # 31**6 ≈ 890 million codes
 LECTURE_HOURS = 3                                # a lecture keeps its code at least this long
 VOTES_PER_STEP = 2000                            # a step's ballot box is full past this: a flood cannot fill the disk
 LONGEST_CHOICE = 40                              # a typed answer is a token or a number, not an essay
+REPORTS_KEPT = 200                               # ended lectures' reports kept, newest first
+SPACE_REPORT_DAYS = 30                           # a public Space keeps a report this long at most
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lectures (
@@ -51,6 +61,17 @@ CREATE TABLE IF NOT EXISTS votes (
 CREATE TABLE IF NOT EXISTS answers (         -- a row once a step is revealed; value NULL: no model answered
     code TEXT NOT NULL, step INTEGER NOT NULL, value TEXT, detail TEXT, choice INTEGER,
     PRIMARY KEY (code, step));
+CREATE TABLE IF NOT EXISTS shown (           -- how long each step was on the screen; since: shown now, from then
+    code TEXT NOT NULL, step INTEGER NOT NULL, first REAL NOT NULL, seconds REAL NOT NULL, since REAL,
+    PRIMARY KEY (code, step));
+CREATE TABLE IF NOT EXISTS reports (         -- an ended lecture, read with its presenter's secret
+    id INTEGER PRIMARY KEY AUTOINCREMENT, secret_hash TEXT NOT NULL, code TEXT NOT NULL, lesson TEXT NOT NULL,
+    started REAL NOT NULL, ended REAL NOT NULL, phones INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS reports_by_secret ON reports (secret_hash);
+CREATE TABLE IF NOT EXISTS report_steps (    -- content: the step as the caller described it (JSON, its hash inside)
+    report INTEGER NOT NULL, step INTEGER NOT NULL, content TEXT NOT NULL, seconds REAL NOT NULL,
+    revealed INTEGER NOT NULL, value TEXT, detail TEXT, choice INTEGER, tally TEXT NOT NULL,
+    PRIMARY KEY (report, step));
 """
 COLUMNS = "code, lesson, step, steps, revealed, expires, version, changed"
 
@@ -69,6 +90,34 @@ class Lecture:
     expires: str             # ISO date (UTC): the code works until that day ends
     version: int             # +1 on every move and reveal (not on votes): the phones' ETag
     changed: float           # when the presenter last moved or revealed (Unix time): "not changed for 4 min"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A step as End lecture kept it."""
+    step: int
+    content: dict            # what the caller said the step was (toyviz.classroom.report.content)
+    seconds: float           # how long it was on the presenter's screen, all visits together
+    revealed: bool
+    answer: Answer | None    # the model's, when it was revealed and a model answered
+    tally: dict[str, int]    # choice → votes, most first
+
+
+@dataclass(frozen=True)
+class Report:
+    """An ended lecture: what its report is made of (toyviz.classroom.report)."""
+    id: int
+    code: str
+    lesson: str
+    started: float           # Unix time the first step was shown
+    ended: float             # Unix time of End lecture
+    phones: int              # phones that voted at least once
+    steps: tuple[Kept, ...] = ()      # () when listed (`reports`), every step when read (`report`)
+
+
+def report_days() -> int | None:
+    """How many days a report is kept: SPACE_REPORT_DAYS on a public Space (SPACE_ID set), else no limit of age."""
+    return SPACE_REPORT_DAYS if os.environ.get("SPACE_ID") else None
 
 
 def digest(secret: str) -> str:
@@ -155,7 +204,7 @@ class Lectures:
         secret, now = secrets.token_urlsafe(24), time.time()
         expires = (utc_now() + dt.timedelta(hours=LECTURE_HOURS)).date().isoformat()
         with self.db() as db:
-            for table in ("votes", "answers"):
+            for table in ("votes", "answers", "shown"):
                 db.execute(f"DELETE FROM {table} WHERE code IN (SELECT code FROM lectures WHERE expires < ?)",
                            (today(),))
             db.execute("DELETE FROM lectures WHERE expires < ?", (today(),))
@@ -164,6 +213,8 @@ class Lectures:
                 try:
                     db.execute(f"INSERT INTO lectures ({COLUMNS}, secret_hash) VALUES (?, ?, 0, ?, 0, ?, 1, ?, ?)",
                                (code, str(lesson), steps, expires, now, digest(secret)))
+                    db.execute("DELETE FROM shown WHERE code = ?", (code,))      # a code of an ended day's
+                    db.execute("INSERT INTO shown VALUES (?, 0, ?, 0, ?)", (code, now, now))
                     return code, secret
                 except sqlite3.IntegrityError:
                     continue
@@ -177,10 +228,21 @@ class Lectures:
     def change(self, lecture: Lecture, step: int, revealed: bool) -> Lecture:
         if (step, revealed) == (lecture.step, lecture.revealed):
             return lecture
+        now = time.time()
         with self.db() as db:
             db.execute("UPDATE lectures SET step = ?, revealed = ?, version = version + 1, changed = ? "
-                       "WHERE code = ?", (step, int(revealed), time.time(), lecture.code))
+                       "WHERE code = ?", (step, int(revealed), now, lecture.code))
+            if step != lecture.step:
+                self.leave(db, lecture.code, now)
+                db.execute("INSERT INTO shown VALUES (?, ?, ?, 0, ?) ON CONFLICT (code, step) DO UPDATE SET "
+                           "since = excluded.since", (lecture.code, step, now, now))
         return self.now(lecture.code)
+
+    @staticmethod
+    def leave(db: sqlite3.Connection, code: str, now: float) -> None:
+        """The step on the screen is left: its time there is added up."""
+        db.execute("UPDATE shown SET seconds = seconds + MAX(0, ? - since), since = NULL "
+                   "WHERE code = ? AND since IS NOT NULL", (now, code))
 
     def move(self, secret: str, step: int) -> Lecture:
         """The presenter goes to `step` (clamped to the lesson); the new step starts unrevealed."""
@@ -213,3 +275,68 @@ class Lectures:
                 "(SELECT COUNT(*) FROM votes WHERE code = ? AND step = ?) < ?",
                 (*args, device[:64], choice, *args, *args, VOTES_PER_STEP))
             return inserted.rowcount == 1
+
+    # ------------------------------------------------------------ ending, and the reports kept ---
+
+    def end(self, secret: str, contents: dict[int, dict]) -> int:
+        """The presenter's End lecture → its report's id. Keeps each step's content (`contents`: step → what the
+        caller says it was, JSON-able), time on screen, answer and tally; then deletes the lecture, its votes and
+        answers (its code stops working), and the reports past REPORTS_KEPT or past their days on a Space."""
+        lecture, now = self.driven(secret), time.time()
+        code = lecture.code
+        with self.db() as db:
+            self.leave(db, code, now)
+            shown = {step: (first, seconds) for step, first, seconds in
+                     db.execute("SELECT step, first, seconds FROM shown WHERE code = ?", (code,))}
+            phones = db.execute("SELECT COUNT(DISTINCT device) FROM votes WHERE code = ?", (code,)).fetchone()[0]
+            started = min((first for first, _ in shown.values()), default=lecture.changed)
+            report = db.execute("INSERT INTO reports (secret_hash, code, lesson, started, ended, phones) "
+                                "VALUES (?, ?, ?, ?, ?, ?)", (digest(secret), code, lecture.lesson, started, now,
+                                                              phones)).lastrowid
+            for step in range(lecture.steps):
+                answered = db.execute("SELECT value, detail, choice FROM answers WHERE code = ? AND step = ?",
+                                      (code, step)).fetchone()
+                db.execute("INSERT INTO report_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (report, step, json.dumps(contents.get(step, {}), ensure_ascii=False),
+                            shown.get(step, (0, 0.0))[1], answered is not None, *(answered or (None,) * 3),
+                            json.dumps(self.tally(code, step), ensure_ascii=False)))
+            for table in ("lectures", "votes", "answers", "shown"):
+                db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
+            self.prune(db, now)
+        return report
+
+    @staticmethod
+    def prune(db: sqlite3.Connection, now: float) -> None:
+        days = report_days()
+        oldest = now - days * 86400 if days else -1.0
+        db.execute("DELETE FROM reports WHERE ended < ? OR id NOT IN "
+                   "(SELECT id FROM reports ORDER BY ended DESC, id DESC LIMIT ?)", (oldest, REPORTS_KEPT))
+        db.execute("DELETE FROM report_steps WHERE report NOT IN (SELECT id FROM reports)")
+
+    def kept_since(self) -> float:
+        days = report_days()
+        return time.time() - days * 86400 if days else -1.0
+
+    def reports(self, secrets) -> list[Report]:
+        """The reports of the lectures these presenter's secrets drove (a lecturer's browser keeps them), newest
+        first, without their steps."""
+        hashes = sorted({digest(s) for s in secrets if s})[:1000]
+        if not hashes:
+            return []
+        rows = self.db().execute(
+            f"SELECT id, code, lesson, started, ended, phones FROM reports WHERE secret_hash IN "
+            f"({', '.join('?' * len(hashes))}) AND ended >= ? ORDER BY ended DESC, id DESC",
+            (*hashes, self.kept_since())).fetchall()
+        return [Report(*row) for row in rows]
+
+    def report(self, report: int, secrets) -> Report | None:
+        """One report with its steps, when one of these secrets drove its lecture; else None."""
+        found = {r.id: r for r in self.reports(secrets)}.get(int(report))
+        if found is None:
+            return None
+        rows = self.db().execute("SELECT step, content, seconds, revealed, value, detail, choice, tally "
+                                 "FROM report_steps WHERE report = ? ORDER BY step", (found.id,)).fetchall()
+        steps = tuple(Kept(step, json.loads(content), seconds, bool(revealed),
+                           None if value is None else Answer(value, detail, choice), json.loads(tally))
+                      for step, content, seconds, revealed, value, detail, choice, tally in rows)
+        return dataclasses.replace(found, steps=steps)

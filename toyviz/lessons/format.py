@@ -5,7 +5,9 @@ to the next (docs/teach-with-it.md has the whole format, with an example). The l
 to the first blank line, are its settings. A deep-link key of the app (toyviz.settings.controls.DEFAULTS: tab, prompt,
 layer, …) sets the view; a step keeps the previous step's view and changes only what it names. `ask`, `choices` and
 `answer` make its question; `answer` names what the model computes at reveal time (ANSWERS; toyviz.lessons.answers
-computes it), never the answer itself, so a lesson cannot go stale. `point` says what to show once the answer is out.
+computes it), never the answer itself, so a lesson cannot go stale. `misconceptions` names what a vote for each
+wrong choice stands for (`" the": the commonest word wins | …`; the lecture's report counts them, toyviz.classroom.report).
+`point` says what to show once the answer is out.
 `train: induction` makes the step start a live run when it is shown (toyviz.training.live; the Watch it learn tab
 draws it), which a question's `answer: induction step` then reads. Then the step's text, in Markdown. Mistakes in a
 file raise one LessonError naming every one with its line (a heading with no title too: a step of its own, never
@@ -26,7 +28,8 @@ from toyviz.settings import links
 from toyviz.settings.controls import CHOICES, DEFAULTS, RANGES
 
 FRONT_MATTER = ("title", "about")
-QUESTION = ("ask", "choices", "answer", "point")
+QUESTION = ("ask", "choices", "answer", "point", "misconceptions")
+ASKING = ("ask", "choices", "answer", "misconceptions")      # the settings that make a step a question
 TRAIN = "train"                         # a step that starts a live run when shown: `train: induction`
 TRAINABLE = ("induction",)              # the text recipe needs a lecturer's pasted text: started from its tab
 HEADING = re.compile(r"##(?!#)")     # a step's heading; "### …" inside a step's text is the text's own
@@ -89,6 +92,8 @@ class Question:
     answer: str                   # what the model computes: a key of ANSWERS
     choices: tuple[str, ...]      # () → the class types its answer
     line: int                     # the `answer:` line
+    # (choice, the misconception a vote for it stands for when it turns out wrong): the report counts them
+    misconceptions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,11 +169,30 @@ def view_value(key: str, raw: str, fail):
     return raw
 
 
+def misconceptions(raw: str, choices: tuple[str, ...], fail) -> tuple[tuple[str, str], ...]:
+    """`" the": it picks the commonest word | 9-10: hotter means random` → ((choice, misconception), …): a choice
+    (quoted when it has spaces at its ends, as in `choices:`), a colon, what a vote for it would mean were it wrong."""
+    named = []
+    for part in BETWEEN_CHOICES.split(raw):
+        part = part.strip()
+        quoted = re.match(r'("(?:[^"\\]|\\.)*")\s*:(.*)$', part)
+        choice, colon, meaning = ((quoted[1], ":", quoted[2]) if quoted else part.partition(":"))
+        choice, meaning = unquote(choice, fail), meaning.strip()
+        if not colon or not choice.strip() or not meaning:
+            fail(f"misconceptions are CHOICE: what a vote for it means, separated by |; not {part!r}")
+        if choices and choice not in choices:
+            fail(f"misconceptions name {choice!r}, which is not one of the choices ({' | '.join(map(repr, choices))})")
+        if choice in dict(named):
+            fail(f"misconceptions name {choice!r} twice")
+        named.append((choice, meaning))
+    return tuple(named)
+
+
 def question(settings: dict, view: dict, fail) -> Question | None:
-    """The step's question from its ask/choices/answer settings (each a (value, line)), or None."""
-    if not {"ask", "choices", "answer"} & settings.keys():
+    """The step's question from its ask/choices/answer/misconceptions settings (each a (value, line)), or None."""
+    if not set(ASKING) & settings.keys():
         return None
-    first = min(line for key, (_, line) in settings.items() if key in ("ask", "choices", "answer"))
+    first = min(line for key, (_, line) in settings.items() if key in ASKING)
     for needed in ("ask", "answer"):
         if needed not in settings:
             fail(f"a question needs both ask: and answer: (this one has no {needed}:)", first)
@@ -183,7 +207,11 @@ def question(settings: dict, view: dict, fail) -> Question | None:
         choices = tuple(unquote(c, lambda what: fail(what, where)) for c in BETWEEN_CHOICES.split(raw))
         if len(choices) < 2 or not all(c.strip() for c in choices) or len(set(choices)) < len(choices):
             fail("choices are two or more different answers separated by |", where)
-    return Question(settings["ask"][0], kind, choices, line)
+    named = ()
+    if "misconceptions" in settings:
+        raw, where = settings["misconceptions"]
+        named = misconceptions(raw, choices, lambda what: fail(what, where))
+    return Question(settings["ask"][0], kind, choices, line, named)
 
 
 def parse(text: str, name: str = "<lesson>") -> Lesson:
@@ -235,7 +263,7 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
                 if key in settings:
                     fail(f"{key} is set twice in this step (first on line {settings[key][1]})", where)
                 # each choice is unquoted on its own: '" be" | " do"' is not one quoted value
-                value = raw if key == "choices" else unquote(raw, lambda what: fail(what, where))
+                value = raw if key in ("choices", "misconceptions") else unquote(raw, lambda what: fail(what, where))
                 settings[key] = (value, where)
                 if key in DEFAULTS:
                     view[key], origin[key] = view_value(key, value, lambda what: fail(what, where)), where
