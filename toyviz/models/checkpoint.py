@@ -45,6 +45,8 @@ def find_checkpoints() -> Path:
 # the checkpoints folder: holds gpt/, translator/, experiments/; training writes here by default
 CHECKPOINTS = find_checkpoints()
 SHIPPED = ("gpt", "translator")
+# what a Hub download leaves out: other frameworks' weights, and pickles where the repo has safetensors too
+HUB_SKIPPED = ["*.h5", "*.msgpack", "*.onnx", "onnx/*", "*.tflite", "*.ot", "*.gguf", "coreml/*", "*.bin", "*.pth"]
 # tokenizer files ("stem") each kind of checkpoint carries
 TOKENIZER_STEMS = {"gpt": ("tokenizer",), "translator": ("source", "target")}
 
@@ -74,15 +76,16 @@ def _not_shipped_here(name: str, path: Path) -> CheckpointError:
 
 
 def resolve(name_or_path: str) -> Path:
-    """"gpt"/"translator" → the shipped folder; a local folder as is; "owner/repo" → Hub download."""
+    """"gpt"/"translator" → the shipped folder; a local folder as is; "owner/repo" or "gpt2" → Hub download
+    (from the local cache alone under HF_HUB_OFFLINE=1), without the weights of other frameworks."""
     path = CHECKPOINTS / name_or_path if name_or_path in SHIPPED else Path(name_or_path).expanduser()
     if path.is_dir():
         return path
-    if name_or_path not in SHIPPED and name_or_path.count("/") == 1 and not path.exists() \
+    if name_or_path not in SHIPPED and name_or_path.count("/") <= 1 and not path.exists() \
             and not name_or_path.startswith((".", "/", "~")):
         from huggingface_hub import snapshot_download
         try:
-            return Path(snapshot_download(name_or_path))
+            return Path(snapshot_download(name_or_path, ignore_patterns=HUB_SKIPPED))
         except Exception as err:  # offline, no such repo, no access: all say the same to a user
             raise CheckpointError(f"no local folder {name_or_path!r}, and no Hub repo of that name could be "
                                   f"fetched ({type(err).__name__}); "
@@ -115,7 +118,12 @@ def snapshots(folder: Path) -> list[Path]:
 
 
 def load_folder(folder: Path, device: str = "cpu"):
-    """→ (kind, model in eval mode on device, {stem: Tokenizer})."""
+    """→ (kind, model in eval mode on device, {stem: Tokenizer}). A Hugging Face causal LM's folder (config.json
+    with a model_type, its weights and tokenizer.json) is converted into a ToyGPT (toyviz.models.hub)."""
+    from toyviz.models import hub
+    if hub.is_hub_folder(folder):
+        model, tokenizer = hub.open_folder(folder)
+        return "gpt", model.float().to(device).eval(), {"tokenizer": tokenizer}
     kind = kind_of(folder)
     missing = [f for f in ("model.safetensors", *(f"{s}.{e}" for s in TOKENIZER_STEMS[kind]
                                                    for e in ("tiktoken", "json")))
