@@ -215,3 +215,32 @@ def test_the_shipped_lessons_name_misconceptions_of_real_choices():
                 named += len(step.question.misconceptions)
                 assert {c for c, _ in step.question.misconceptions} <= set(step.question.choices)
     assert named >= 10
+
+
+def test_the_presenters_screen_ends_the_lecture_and_hands_over_its_report(tmp_path, tiny_gpt, monkeypatch):
+    """The page's End lecture (toyviz.app.reports), its handlers called as Gradio calls them: the lecture ends,
+    the report's two files come back, the past lectures list it for this browser's keys and for no others."""
+    import gradio as gr
+
+    from toyviz.app.explorer import Explorer
+    from toyviz.app.page import build
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    lectures = Lectures(tmp_path / "lectures.sqlite3")
+    demo = build(Explorer(tiny_gpt, None), lectures)
+    handlers = {dep.name: dep for dep in demo.fns.values() if dep.name in ("ended", "picked", "listed")}
+    assert set(handlers) == {"ended", "picked", "listed"}
+    code, secret = lectures.start("sampling", 8)
+    lectures.vote(code, "phone-0001", " be")
+    answer = handlers["ended"].fn({"secret": secret, "root": "http://hall/"}, "")
+    assert len(answer) == len(handlers["ended"].outputs)
+    bar, files, pick, keys = answer[0], answer[6], answer[7], answer[8]
+    assert f"Lecture {code} has ended" in bar and "1 phones voted on 7 questions" in bar
+    assert [f.rsplit(".", 1)[1] for f in files] == ["html", "csv"] and keys == secret
+    assert lectures.now(code) is None and len(pick.choices) == 1
+    kept = pick.choices[0][1]
+    assert handlers["picked"].fn(kept, "", {"secret": secret})[1].endswith(".csv")
+    assert handlers["picked"].fn(kept, "someone-else", {}) == []
+    row, listed = handlers["listed"].fn(secret)
+    assert row.visible and len(listed.choices) == 1
+    assert handlers["listed"].fn("") == (gr.skip(), gr.skip())

@@ -9,6 +9,7 @@ import gradio as gr
 
 from toyviz.api import REGISTER_NAMES
 from toyviz.app import browser_model, presenter
+from toyviz.app import reports
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
 from toyviz.app.views.text import EXPLAIN, examples
 from toyviz.app.views import circuits
@@ -63,10 +64,12 @@ def lesson_bar(ui):
             ui.lesson_next = gr.Button("Next ▶", size="sm", variant="primary", elem_id="lesson-next", scale=0, min_width=90)
             ui.lesson_reveal = gr.Button("Reveal", size="sm", elem_id="lesson-reveal", scale=0, min_width=90)
             ui.lesson_copy = gr.Button("Copy presenter link", size="sm", elem_id="lesson-copy", scale=0, min_width=170)
+            reports.buttons(ui)                         # End lecture (toyviz.app.reports)
     ui.lecture = gr.State({})
     ui.lecture_key, ui.page_root = gr.Textbox(visible=False), gr.Textbox(visible=False)
     ui.lecture_info = gr.JSON(visible=False)
     ui.lesson_tick = gr.Timer(3, active=False)          # the votes so far, while the bar is up
+    reports.layout(ui)                                  # after the lecture: its report, this browser's past lectures
 
 
 def intro(ui, tab: str):

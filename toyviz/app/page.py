@@ -17,6 +17,7 @@ from starlette.middleware import Middleware
 
 import toyviz
 from toyviz.app import browser_model, layout, lecture, watch
+from toyviz.app import reports
 from toyviz.app.views import circuits
 from toyviz.app.views.layernorm import layernorm_choices
 from toyviz.app.views.positional import formula_view
@@ -83,6 +84,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
         wire_links(ui)
         ui.presenter = Presenter(explorer, lectures)
         lecture.wire(ui, demo, ui.presenter)
+        reports.wire(ui, demo, ui.presenter)     # End lecture, its report, past lectures (issue 56)
         watch.wire(ui)
     demo.ui = ui
     return demo
