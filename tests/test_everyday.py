@@ -1,6 +1,6 @@
 """The translator's second register: the teacher's everyday pairs (toyviz.data.everyday), the everyday dev set
 and its spelling check. The tests that run apertium, msgunfmt or hunspell are skipped where Debian's packages
-are not installed (`python -m toyviz.data.everyday` installs them)."""
+are not installed (`toyviz data everyday` installs them)."""
 import random
 import re
 import shutil

@@ -1,6 +1,6 @@
 """Write the attribution graph of one prediction as JSON (Neuronpedia's graph viewer / circuit-tracer schema).
 
-    python -m toyviz.circuits "To be, or not to" --target " be" [--out graphs/ | --out graphs/to-be.json]
+    toyviz circuits "To be, or not to" --target " be" [--out graphs/ | --out graphs/to-be.json]
 
 The graph goes into a folder as <slug>.json, listed in the folder's graph-metadata.json, so the folder opens
 in circuit-tracer's local server (`circuit_tracer.frontend.serve(data_dir=folder)`); a file name given with
@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from toyviz.errors import UserError, run_command
+from toyviz.errors import UserError
 
 
 def main(argv=None) -> dict:
@@ -22,7 +22,7 @@ def main(argv=None) -> dict:
     from toyviz.interpret.circuits import EDGE_THRESHOLD, NODE_THRESHOLD, export, load_labels, load_transcoders, trace
     from toyviz.interpret.transcoders import FOLDER
 
-    p = argparse.ArgumentParser(prog="python -m toyviz.circuits", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("prompt")
     p.add_argument("--target", default=None, help="one token, e.g. ' be' (default: the GPT's top prediction)")
     p.add_argument("--gpt", default="gpt", help="'gpt' (shipped) or a checkpoint folder")
@@ -55,5 +55,6 @@ def main(argv=None) -> dict:
     return summary
 
 
-if __name__ == "__main__":
-    run_command(main)
+if __name__ == "__main__":          # python -m toyviz.circuits, as tests and older notes run it: toyviz circuits
+    from toyviz.cli import run
+    run("circuits", sys.argv[1:])

@@ -1,6 +1,8 @@
-"""`python -m toyviz.evaluate …`, the command the model cards give: the code is toyviz.training.evaluate."""
-from toyviz.errors import run_command
-from toyviz.training.evaluate import main
+"""`python -m toyviz.evaluate …`, as the translator's card name it: an alias of `toyviz evaluate …` (toyviz.cli)."""
+import sys
+
+from toyviz.cli import run
+from toyviz.training.evaluate import main  # noqa: F401  (the job itself)
 
 if __name__ == "__main__":
-    run_command(main)
+    run("evaluate", sys.argv[1:])

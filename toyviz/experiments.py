@@ -1,7 +1,8 @@
-"""`python -m toyviz.experiments …`, the command the experiments' results give: the code is
-toyviz.training.experiments."""
-from toyviz.errors import run_command
-from toyviz.training.experiments import main
+"""`python -m toyviz.experiments …`, as the experiments' results name it: an alias of `toyviz experiments …` (toyviz.cli)."""
+import sys
+
+from toyviz.cli import run
+from toyviz.training.experiments import main  # noqa: F401  (the job itself)
 
 if __name__ == "__main__":
-    run_command(main)
+    run("experiments", sys.argv[1:])

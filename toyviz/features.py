@@ -1,7 +1,8 @@
-"""`python -m toyviz.features …`, the command the dictionary's card gives: the code is
-toyviz.training.dictionary."""
-from toyviz.errors import run_command
-from toyviz.training.dictionary import main
+"""`python -m toyviz.features …`, as the GPT's card name it: an alias of `toyviz features …` (toyviz.cli)."""
+import sys
+
+from toyviz.cli import run
+from toyviz.training.dictionary import main  # noqa: F401  (the job itself)
 
 if __name__ == "__main__":
-    run_command(main)
+    run("features", sys.argv[1:])

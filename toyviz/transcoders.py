@@ -1,7 +1,8 @@
-"""`python -m toyviz.transcoders …`, the command the transcoders' card gives: the code is
-toyviz.training.transcoders."""
-from toyviz.errors import run_command
-from toyviz.training.transcoders import main
+"""`python -m toyviz.transcoders …`, as the transcoders' card name it: an alias of `toyviz transcoders …` (toyviz.cli)."""
+import sys
+
+from toyviz.cli import run
+from toyviz.training.transcoders import main  # noqa: F401  (the job itself)
 
 if __name__ == "__main__":
-    run_command(main)
+    run("transcoders", sys.argv[1:])

@@ -28,10 +28,11 @@ WORKER_BYTES = 800 * MB
 SERVER_BYTES = 800 * MB
 
 
-def start_workers(count: int, gpt: str, translator: str, device: str | None, threads: int = 0) -> Workers:
-    """`count` workers, each holding the explorer of these models (loaded in parallel, while the page is built),
-    computing with `threads` torch threads each (0: the cores shared out among them)."""
-    return Workers(count, HOLD, (gpt, translator, device), send=SEND, threads=threads)
+def start_workers(count: int, gpt: str, translator: str, device: str | None, threads: int = 0,
+                  start: bool = True) -> Workers:
+    """`count` workers, each holding the explorer of these models, computing with `threads` torch threads each
+    (0: the cores shared out among them); started now, or by `.start()` (start=False)."""
+    return Workers(count, HOLD, (gpt, translator, device), send=SEND, threads=threads, start=start)
 
 
 def default_workers(device: str | None, cgroup=CGROUP) -> int:
@@ -45,16 +46,17 @@ def default_workers(device: str | None, cgroup=CGROUP) -> int:
 
 def binder(explorer: Explorer, workers: Workers | None = None):
     """view → a function of the view's inputs alone, computed on `explorer` here or, given `workers`, in one of
-    them; named as the view (its errors are logged under that name)."""
+    them; named as the view (its errors are logged under that name). Until a worker has first held its models
+    (a server answers before its workers are up: toyviz.app.serve), the view is computed here, on `explorer`."""
     def bind(view):
         if workers is None:
             return functools.partial(view, explorer)
         if inspect.isgeneratorfunction(view):
             def bound(*inputs):
-                yield from workers.stream(view, *inputs)
+                yield from workers.stream(view, *inputs) if workers.ever_up else view(explorer, *inputs)
         else:
             def bound(*inputs):
-                return workers.call(view, *inputs)
+                return workers.call(view, *inputs) if workers.ever_up else view(explorer, *inputs)
         bound.__name__ = bound.__qualname__ = view.__name__    # not __wrapped__: the inputs are bound's own
         bound.__doc__ = view.__doc__
         return bound

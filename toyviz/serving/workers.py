@@ -205,7 +205,7 @@ class Workers:
 
     def __init__(self, count: int, hold: str, hold_args: tuple = (), send: str | None = None,
                  threads: int | None = None, cwd: str | Path | None = None,
-                 timeout: float = ANSWER_TIMEOUT_S, backoff: tuple[float, float] = BACKOFF_S):
+                 timeout: float = ANSWER_TIMEOUT_S, backoff: tuple[float, float] = BACKOFF_S, start: bool = True):
         if count < 1:
             raise ValueError(f"workers must be at least 1, not {count}")
         self.hold, self.hold_args, self.send = hold, tuple(hold_args), send
@@ -213,10 +213,20 @@ class Workers:
         self.cwd = str(cwd or Path.cwd())
         self.timeout, self.backoff = timeout, backoff
         self.ids, self.closed, self.lock = itertools.count(), False, threading.Lock()
-        self.failed_starts = [0] * count      # each place's starts failed in a row
+        self.count, self.failed_starts = count, [0] * count    # each place's starts failed in a row
         self.ever_up = False                  # a worker has held its models: from then on, none up means Busy
-        self.workers = [Worker(self, i) for i in range(count)]
+        self.workers: list[Worker] = []
         self.replaced = 0
+        if start:
+            self.start()
+
+    def start(self) -> "Workers":
+        """The processes started (at once, unless made with start=False: a server starts them once it answers,
+        so that they do not slow its own start)."""
+        with self.lock:
+            if not self.workers and not self.closed:
+                self.workers = [Worker(self, i) for i in range(self.count)]
+        return self
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> "Workers":
         """Blocks until every worker holds its models; raises if one ended first (a first start that fails
@@ -253,8 +263,8 @@ class Workers:
         up = [w for w in self.workers if w.up]
         if not up:
             return None
-        home = zlib.crc32(repr(key).encode()) % len(self.workers)
-        return min(up, key=lambda w: (w.in_flight, (w.index - home) % len(self.workers)))
+        home = zlib.crc32(repr(key).encode()) % self.count
+        return min(up, key=lambda w: (w.in_flight, (w.index - home) % self.count))
 
     def first_start(self, timeout: float = START_TIMEOUT_S) -> bool:
         """While no worker has been up yet, wait until one is (or until none is starting any more: every first

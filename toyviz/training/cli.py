@@ -1,8 +1,8 @@
 """Train the shipped models from a fresh machine: fetch data, train tokenizers, train, evaluate, save.
 
-    python -m toyviz.train gpt         [--minutes 55 | --steps N] [--out DIR] [--device cuda] …
-    python -m toyviz.train translator  […]
-    torchrun --nproc_per_node 2 -m toyviz.train gpt …   # same run on several processes
+    toyviz train gpt         [--minutes 55 | --steps N] [--out DIR] [--device cuda] …
+    toyviz train translator  […]
+    torchrun --nproc_per_node 2 -m toyviz.train gpt …   # same run on several processes (python -m's alias)
 
 Under torchrun each rank draws its own slice of every global batch, so the global batch and the
 learning-rate schedule, and hence the loss curve, do not depend on the number of processes.

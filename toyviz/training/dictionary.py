@@ -1,6 +1,6 @@
 """Features, not neurons: train a sparse autoencoder on the GPT and describe every feature it finds.
 
-    python -m toyviz.features [--site block1.resid_post] [--width 2048] [--k 32] [--minutes 10] [--out DIR]
+    toyviz features [--site block1.resid_post] [--width 2048] [--k 32] [--minutes 10] [--out DIR]
 
 reads the GPT's activations at a site (toyviz.interpret.sites) on random windows of its training text,
 trains a TopK sparse autoencoder on them (toyviz.interpret.sae), measures it on held-out text (Hamlet and
@@ -37,7 +37,6 @@ from toyviz.interpret.dashboards import Dashboards, build, logit_effects
 from toyviz.interpret.dictionary import FOLDER
 from toyviz.interpret.sae import SAEConfig, SparseAutoencoder
 from toyviz.training.batches import gpt_batch
-from toyviz.errors import run_command
 
 MAX_FILE_BYTES = 10 * 2 ** 20      # the repository keeps every file under 10 MiB
 LR_DECAY = 0.2                     # the learning rate falls linearly to 0 over this last share of training
@@ -200,7 +199,7 @@ def save(folder: Path, sae: SparseAutoencoder, dashboards: Dashboards, metrics: 
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m toyviz.features", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gpt", default="gpt", help="the GPT: 'gpt' (shipped) or a checkpoint folder")
     p.add_argument("--site", default="block1.resid_post",
                    help="'block<layer>.resid_post' (the stream leaving a block) or 'block<layer>.mlp.hidden'")
@@ -251,6 +250,3 @@ def main(argv=None) -> dict:
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}))
     return metrics
 
-
-if __name__ == "__main__":
-    run_command(main)

@@ -2,8 +2,8 @@
 held-out Bible books in the 1909 register; the everyday dev set in today's Spanish, with the share of
 its words a Spanish spelling dictionary accepts).
 
-    python -m toyviz.evaluate gpt           # last line: one JSON object
-    python -m toyviz.evaluate translator
+    toyviz evaluate gpt           # last line: one JSON object
+    toyviz evaluate translator
 """
 from __future__ import annotations
 
@@ -221,6 +221,3 @@ def main(argv=None):
     print(json.dumps(result))
     return result
 
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Architecture experiments: small GPTs that differ from a baseline in exactly one thing.
 
-    python -m toyviz.experiments [--steps N | --minutes-per-variant M] [--variants baseline,rope] [--out DIR]
-                                 [--device cuda] [--seed S]
+    toyviz experiments [--steps N | --minutes-per-variant M] [--variants baseline,rope] [--out DIR]
+                       [--device cuda] [--seed S]
 
 Every variant trains on the shipped GPT's Shakespeare split (Hamlet and Twelfth Night held out),
 with the same tokenizer, seed, schedule and number of training tokens, and a parameter count within
@@ -36,7 +36,6 @@ from toyviz.training.card import device_name
 from toyviz.training.distributed import Distributed
 from toyviz.training.loop import Evaluation, Schedule, train_loop
 from toyviz.training.variants import BASELINE, POSITIONAL, VARIANTS, variant_config
-from toyviz.errors import run_command
 
 HONEST_WINDOWS = 16                                           # windows scored one prefix at a time
 DEFAULT_STEPS = 1400                                           # 8 × 1400 × 0.26 s ≈ 49 min on 2 cores
@@ -167,6 +166,3 @@ def main(argv=None):
                                                                "val_bits_per_char_as_trained", "extrapolation")}
                       for n, r in results["variants"].items()}))
 
-
-if __name__ == "__main__":
-    run_command(main)

@@ -1,6 +1,6 @@
 """Train one transcoder per layer of the GPT, measure them, and ship them with a card.
 
-    python -m toyviz.transcoders [--width 2048] [--k 32] [--minutes 60] [--out DIR]
+    toyviz transcoders [--width 2048] [--k 32] [--minutes 60] [--out DIR]
 
 Each chunk of training is a batch of random windows of the GPT's training text (the project's own
 batches, as the GPT was trained, BOS first); one plain forward pass of the GPT records every layer's
@@ -36,7 +36,6 @@ from toyviz.interpret.transcoders import (DASHBOARDS, FOLDER, Transcoder, Transc
                                           splicing)
 from toyviz.training.batches import gpt_batch
 from toyviz.training.dictionary import DEAD_AFTER, LR_DECAY, MAX_FILE_BYTES, held_out_windows
-from toyviz.errors import run_command
 
 
 @torch.no_grad()
@@ -248,7 +247,7 @@ of wall time on a shared 2-core CPU, one thread; every figure above is in `metri
 # ---------------------------------------------------------------- the command ----------------
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m toyviz.transcoders", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gpt", default="gpt", help="the GPT: 'gpt' (shipped) or a checkpoint folder")
     p.add_argument("--width", type=int, default=2048, help="features per layer")
     p.add_argument("--k", type=int, default=32, help="features active per token")
@@ -308,6 +307,3 @@ def main(argv=None) -> dict:
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "layers"}))
     return metrics
 
-
-if __name__ == "__main__":
-    run_command(main)

@@ -1,4 +1,6 @@
-from toyviz.errors import run_command
-from toyviz.web.export import main
+"""`python -m toyviz.web`, as the docs of the page's model named it: an alias of `toyviz export web` (toyviz.cli)."""
+import sys
 
-run_command(main)
+from toyviz.cli import run
+
+run("export", ["web", *sys.argv[1:]])

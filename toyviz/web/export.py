@@ -182,7 +182,7 @@ def session(graph: Path, checkpoint: Path):
 def main(argv=None):
     from toyviz.models.checkpoint import load_folder, resolve
 
-    parser = argparse.ArgumentParser(prog="python -m toyviz.web", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="gpt", help="checkpoint name or folder (default: the shipped GPT)")
     parser.add_argument("--out", type=Path, help="where the graphs go (default: the checkpoint's web/ folder)")
     args = parser.parse_args(argv)

@@ -1,0 +1,162 @@
+"""The `toyviz` command (toyviz.cli): every subcommand listed and documented, a real job run through it, a user's
+mistake one line and exit status 2; and `toyviz serve`'s quick front door (toyviz.app.serve): the page answers
+before the warm-up has drawn a single tab, its tabs computed meanwhile."""
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+import toyviz
+from toyviz import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(argv, capsys) -> tuple[int, str, str]:
+    """`toyviz ARGV` in this process → (exit status, stdout, stderr)."""
+    with pytest.raises(SystemExit) as ended:
+        cli.main(argv)
+    out = capsys.readouterr()
+    return ended.value.code, out.out, out.err
+
+
+def test_help_lists_every_subcommand_the_design_names(capsys):
+    status, out, _ = run(["--help"], capsys)
+    assert status == 0
+    listed = [line.split()[0] for line in out.split("subcommands:")[1].splitlines() if line.startswith("  ")]
+    assert listed == list(cli.JOBS)
+    assert set(listed) >= {"serve", "train", "evaluate", "experiments", "features", "transcoders", "circuits",
+                           "lessons", "export", "data"}
+
+
+@pytest.mark.parametrize("argv", [[name, "--help"] for name in cli.JOBS] + [["export", "web", "--help"]] +
+                         [["data", corpus, "--help"] for corpus in cli.CORPORA])
+def test_each_subcommand_has_a_manual(argv, capsys):
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert out.startswith(f"usage: toyviz {' '.join(argv[:-1])}"), out[:200]
+    assert len(out.splitlines()) > 3 and not err
+
+
+def test_a_mistake_is_one_line_and_exit_status_2(capsys, tmp_path):
+    status, out, err = run(["nope"], capsys)
+    assert status == 2 and "no subcommand 'nope'" in err and len(err.splitlines()) == 1
+    status, out, err = run(["data", "koran"], capsys)
+    assert status == 2 and err.startswith("toyviz data: error: 'koran' is none of shakespeare") and "Traceback" not in err
+    status, out, err = run(["lessons", "--no-such-option"], capsys)
+    assert status == 2 and err.startswith("usage: toyviz lessons") and "Traceback" not in err
+
+
+def test_a_real_job_runs_through_the_command(tmp_path, tiny_gpt, monkeypatch, capsys):
+    """`toyviz lessons FILE`: a lesson checked on a GPT, its steps' links printed; exit status 0."""
+    (tmp_path / "fine.md").write_text("---\ntitle: A test lesson\n---\n\n## Look\ntab: tokens\n\nJust look.\n",
+                                      encoding="utf-8")
+    monkeypatch.setattr(toyviz, "load", lambda name: tiny_gpt)
+    status, out, err = run(["lessons", str(tmp_path / "fine.md")], capsys)
+    assert status == 0, err
+    assert "A test lesson (fine.md): 1 steps" in out and "?tab=tokens" in out
+
+
+def test_the_python_m_aliases_are_the_same_jobs():
+    """`python -m toyviz.train` (the model cards' form, torchrun's) and its like run the command's own job."""
+    import toyviz.evaluate
+    import toyviz.features
+    import toyviz.train
+    import toyviz.transcoders
+    for alias, name in ((toyviz.train, "train"), (toyviz.evaluate, "evaluate"), (toyviz.features, "features"),
+                        (toyviz.transcoders, "transcoders")):
+        assert alias.main is cli.resolve(cli.JOBS[name].main)
+
+
+def test_the_command_line_help_loads_no_gradio():
+    """`toyviz --help` answers without the page's libraries: the subcommand's module is imported when it runs."""
+    code = "import sys; from toyviz import cli; print(sorted(m for m in ('gradio', 'plotly') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- the quick front door ----------
+
+def test_serve_answers_before_the_warm_up_has_drawn_a_tab(tiny_checkpoints, monkeypatch):
+    """`toyviz serve`: the page and a tab answer while the warm-up is held before its first tab (by order of
+    events, not time): the tab is computed when asked. Then the warm-up finishes."""
+    import gradio_client
+    from toyviz.app import serve, tabs
+    held, started, launched = threading.Event(), threading.Event(), {}
+    drawn = tabs.draw_every_tab
+
+    def draw_later(explorer, values):
+        started.set()
+        assert held.wait(120), "the test never let the warm-up go"
+        return drawn(explorer, values)
+
+    def launch(demo, **options):
+        launched["demo"] = demo
+        return real_launch(demo, **{**options, "server_name": "127.0.0.1", "prevent_thread_lock": True, "quiet": True})
+
+    real_launch = gr.Blocks.launch
+    monkeypatch.setattr(tabs, "draw_every_tab", draw_later)
+    monkeypatch.setattr(gr.Blocks, "launch", launch)
+    serve.main(["--gpt", str(tiny_checkpoints["gpt"]), "--translator", str(tiny_checkpoints["translator"]),
+                "--device", "cpu", "--workers", "0"])
+    demo = launched["demo"]
+    try:
+        assert started.wait(60), "the warm-up did not begin once the page was served"
+        with urllib.request.urlopen(demo.local_url, timeout=30) as page:
+            assert page.status == 200
+        client = gradio_client.Client(demo.local_url, verbose=False, analytics_enabled=False)
+        note, tokens, _ = client.predict("To be, or not to be", False, api_name="/tokens")
+        assert "tokens" in str(tokens) and "wrong" not in str(note).lower()
+        assert not demo.ui.warmed.is_set()                   # all of that before the warm-up drew anything
+        held.set()
+        assert demo.ui.warmed.wait(120)
+    finally:
+        held.set()
+        demo.close()
+
+
+def test_before_a_worker_is_up_a_tab_is_computed_in_the_server(tiny_checkpoints):
+    """Workers made but not started (a server starts them once it answers): the tab's renderer is computed on
+    the server's own explorer, the same answer, no "busy"."""
+    from toyviz.app.compute import binder, start_workers
+    from toyviz.app.explorer import Explorer
+    from toyviz.app.views.tokens import tokens_view
+    explorer = Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu")
+    workers = start_workers(2, str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu", start=False)
+    try:
+        assert not workers.workers and not workers.ever_up
+        here = binder(explorer, workers)(tokens_view)("To be, or not to be", False, "gpt")
+        assert [f.to_json() if hasattr(f, "to_json") else f for f in here] == \
+            [f.to_json() if hasattr(f, "to_json") else f for f in tokens_view(explorer, "To be, or not to be", False,
+                                                                               "gpt")]
+    finally:
+        workers.close()
+
+
+# ---------------------------------------------------------------- installed, from another folder ----------
+
+@pytest.mark.slow
+def test_pip_install_then_toyviz_serve_help_from_another_folder(tmp_path):
+    """`pip install .` into a fresh environment (this one's packages seen through --system-site-packages, the
+    project itself not installed there), then the installed `toyviz` script answers from another folder."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    done = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--quiet",
+                           str(ROOT)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for argv, expected in ((["--help"], "serve"), (["serve", "--help"], "usage: toyviz serve")):
+        shown = subprocess.run([str(venv / "bin" / "toyviz"), *argv], capture_output=True, text=True, cwd=elsewhere,
+                               env=env, timeout=300)
+        assert shown.returncode == 0 and expected in shown.stdout, shown.stderr[-2000:]
+    where = subprocess.run([str(python), "-c", "import toyviz.app.serve as s; print(s.__file__)"], capture_output=True,
+                           text=True, cwd=elsewhere, env=env, check=True).stdout
+    assert str(venv) in where                               # the installed copy, not this checkout
