@@ -173,6 +173,35 @@ def test_the_tabs_answer_for_an_opened_model(opened):
         assert "went wrong" not in str(result[0]), (tab, result[0])
 
 
+def test_an_attribution_graph_stays_exact_for_the_family(opened):
+    """The circuits' frozen model (toyviz.interpret.circuits.frozen) with random transcoders, in float64: with the
+    errors added back it is the opened model (an RMSNorm frozen as an RMSNorm, a parallel block's MLP reading the
+    stream before attention wrote), and every target is its incoming edges plus its bias."""
+    import copy
+    from toyviz.interpret.circuits import frozen
+    from toyviz.interpret.circuits.graph import attribute
+    from toyviz.interpret.transcoders import Transcoder, TranscoderConfig, TranscoderSet
+    _, _, _, _, gpt = opened
+    torch.manual_seed(0)
+    layers = [Transcoder(TranscoderConfig(gpt.config.d_model, 64, 4, layer)) for layer in range(gpt.config.n_layer)]
+    with torch.no_grad():
+        for t in layers:
+            t.b_dec.normal_(0, 0.1), t.b_enc.normal_(0, 0.1)
+    model = copy.deepcopy(gpt.model).double().eval()
+    transcoders = TranscoderSet([t.double().eval() for t in layers])
+    ids = gpt.encode(PROMPT)[0][:12]
+    with torch.no_grad():
+        target = int(model(torch.tensor([ids]))[0][0, -1].argmax())
+    prompt = frozen.record(model, transcoders, ids, target)
+    values = frozen.run(model, transcoders, prompt, prompt.leaves)
+    torch.testing.assert_close(values.logits, prompt.logits, rtol=1e-10, atol=1e-10)
+    graph = attribute(model, transcoders, ids, target, batch=7)
+    kinds = graph.kinds()
+    targets = (kinds == 0) | (kinds == 3)
+    rebuilt = graph.adjacency.sum(1) + graph.bias
+    torch.testing.assert_close(rebuilt[targets], graph.values[targets], rtol=1e-9, atol=1e-9)
+
+
 def test_an_unsupported_architecture_is_one_line(tmp_path):
     config = transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                      intermediate_size=64)

@@ -147,12 +147,20 @@ class Features:
         return {self.site.layer: alpha * sites.stream_vector(self.gpt.model, self.site, direction)}
 
 
+def for_this(gpt: GPT) -> str:
+    """The `--gpt FOLDER` a training command needs for this GPT: none for the shipped one."""
+    from toyviz.models.checkpoint import CHECKPOINTS
+    shipped = Path(gpt.source).resolve() == (CHECKPOINTS / "gpt").resolve() if gpt.source else True
+    return "" if shipped else f" --gpt {gpt.source}"
+
+
 def load_features(gpt: GPT | str = "gpt", folder: str | Path | None = None) -> Features:
     """The dictionary trained by `python -m toyviz.features`: gpt a loaded GPT or what toyviz.load
     takes; folder by default <the GPT's checkpoint>/features."""
     gpt = gpt if isinstance(gpt, GPT) else load(gpt)
     folder = Path(folder) if folder is not None else Path(gpt.source) / FOLDER
     if not (folder / "sae.json").is_file():
-        raise CheckpointError(f"no feature dictionary in {folder}: run `python -m toyviz.features` to train one")
+        raise CheckpointError(f"no feature dictionary in {folder}: run `python -m toyviz.features"
+                              f"{for_this(gpt)}` to train one")
     sae = SparseAutoencoder.load(folder, str(gpt.device))
     return Features(gpt, sae, Dashboards.load(folder), json.loads((folder / "metrics.json").read_text()))

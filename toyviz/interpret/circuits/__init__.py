@@ -73,7 +73,9 @@ def load_transcoders(gpt, folder: str | Path | None = None) -> TranscoderSet:
     """The transcoders shipped with the GPT (<checkpoint>/transcoders), or those in `folder`."""
     folder = Path(folder) if folder else Path(gpt.source) / FOLDER
     if not (folder / "transcoders.json").is_file():
-        raise FileNotFoundError(f"no transcoders in {folder}: train them with python -m toyviz.transcoders")
+        from toyviz.interpret.dictionary import for_this
+        raise FileNotFoundError(f"no transcoders in {folder}: train them with python -m toyviz.transcoders"
+                                f"{for_this(gpt)}")
     return TranscoderSet.load(folder, str(gpt.device))
 
 

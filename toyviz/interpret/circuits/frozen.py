@@ -103,7 +103,7 @@ def record(model, transcoders: TranscoderSet, ids: list[int], target: int, max_f
     seen = rec.values
     patterns = {names.part(names.attn(i), "pattern"): seen[names.part(names.attn(i), "pattern")]
                 for i in range(model.config.n_layer)}
-    scales = {name: (seen[names.norm_input(name)].var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+    scales = {name: (spread(seen[names.norm_input(name)], norm) + norm.eps).sqrt()
               for name, norm in norms(model).items()}
     encoded = [t.encode(seen[mlp_input(t.transcoder_config.layer)][0]) for t in transcoders]   # (T, k) each
     acts, slots = torch.stack([values for values, _ in encoded]), torch.stack([slots for _, slots in encoded])
@@ -172,7 +172,16 @@ def run(model, transcoders: TranscoderSet, prompt: Prompt, leaves: Leaves) -> Va
     return Values(pre, logit, logits)
 
 
-def frozen_norm(x: torch.Tensor, scale: torch.Tensor, norm: torch.nn.LayerNorm) -> torch.Tensor:
-    """LayerNorm with its σ fixed at the recorded one: affine in x."""
-    out = (x - x.mean(-1, keepdim=True)) / scale * norm.weight
-    return out if norm.bias is None else out + norm.bias
+def spread(x: torch.Tensor, norm) -> torch.Tensor:
+    """(…, 1) what a norm divides by, before eps: the variance (LayerNorm) or the mean square (RMSNorm)."""
+    if isinstance(norm, torch.nn.RMSNorm):
+        return x.pow(2).mean(-1, keepdim=True)
+    return x.var(-1, unbiased=False, keepdim=True)
+
+
+def frozen_norm(x: torch.Tensor, scale: torch.Tensor, norm: torch.nn.LayerNorm | torch.nn.RMSNorm) -> torch.Tensor:
+    """LayerNorm (or RMSNorm, which centres nothing and has no β) with its σ fixed at the recorded one: affine in x."""
+    centred = x if isinstance(norm, torch.nn.RMSNorm) else x - x.mean(-1, keepdim=True)
+    out = centred / scale * norm.weight
+    bias = getattr(norm, "bias", None)
+    return out if bias is None else out + bias
