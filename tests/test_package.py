@@ -78,6 +78,41 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel):
     assert {"toyviz/__init__.py", "toyviz/models/checkpoint.py", "toyviz/training/variants.py",
             "toyviz/app/figures/__init__.py", "toyviz/data/__init__.py", "toyviz/app/page.css"} <= names
     assert not [n for n in names if n.startswith(("checkpoints/", "tests/", "benchmarks/", "app.py"))]
+    # what `toyviz serve` needs: the command, the page and its start-up, its style sheet, the phones' page,
+    # the shipped lessons, the worker processes' module
+    assert {"toyviz/cli.py", "toyviz/app/serve.py", "toyviz/app/page.py", "toyviz/classroom/phone.html",
+            "toyviz/serving/workers.py", "toyviz/lessons/shipped/sampling.md"} <= names
+    dist_info = wheel.name.split("-py3")[0] + ".dist-info"
+    entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
+    assert "[console_scripts]" in entry_points and "toyviz = toyviz.cli:main" in entry_points
+
+
+@pytest.mark.slow
+def test_installed_into_a_fresh_environment_toyviz_serve_answers_from_another_folder(wheel, tmp_path):
+    """`pip install` of the wheel into a fresh venv (this environment's libraries seen through a .pth file, the
+    project itself not installed there), then the installed `toyviz` script, run from another folder, knows its
+    subcommands and serve's options, and imports toyviz from the venv, not from this checkout."""
+    import site
+    import sysconfig
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    packages = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, check=True).stdout.strip())
+    (packages / "parent.pth").write_text("\n".join([sysconfig.get_paths()["purelib"], *site.getsitepackages()]))
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                           "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("TOYVIZ_CHECKPOINTS", "PYTHONPATH")}
+    for argv, said in ((["--help"], "  serve "), (["serve", "--help"], "usage: toyviz serve")):
+        shown = subprocess.run([str(venv / "bin" / "toyviz"), *argv], capture_output=True, text=True, cwd=elsewhere,
+                               env=env, timeout=300)
+        assert shown.returncode == 0 and said in shown.stdout, shown.stdout + shown.stderr
+    where = subprocess.run([str(python), "-c", "import toyviz.app.serve as s; print(s.__file__)"],
+                           capture_output=True, text=True, cwd=elsewhere, env=env, timeout=300)
+    assert Path(where.stdout.strip()).is_relative_to(packages), where.stdout + where.stderr
 
 
 LOAD = "import toyviz; print(toyviz.__file__); print(toyviz.count_parameters(toyviz.load({!r}, device='cpu'))['total'])"
