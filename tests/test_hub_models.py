@@ -173,6 +173,23 @@ def test_the_tabs_answer_for_an_opened_model(opened):
         assert "went wrong" not in str(result[0]), (tab, result[0])
 
 
+def test_app_serves_an_opened_folder(tmp_path, monkeypatch):
+    """`python app.py --gpt FOLDER` on a toy GPT-2 folder: the page's /attention and /generate answer, drawn from
+    the converted model (its 4 heads, its own tokens)."""
+    from test_app import App, PROMPT as APP_PROMPT, check_shape, figure, title, visible_text
+    make_folder(tmp_path / "gpt2", "gpt2")
+    a = App.via_main(["--gpt", str(tmp_path / "gpt2"), "--translator", str(tmp_path / "none"), "--device", "cpu",
+                      "--workers", "1"], monkeypatch)
+    try:
+        result = check_shape(a.call(APP_PROMPT, 1, 3, "probs", [], False, api="/attention"), "TPPTP", "/attention")
+        assert "layer 1, head 3" in title(figure(result[2]))
+        parts = a.stream(APP_PROMPT, 0.8, 50, 0.95, 5, 1, False)
+        check_shape(parts[-1], "TTPP", "/generate")
+        assert parts[-1][1].count('class="token-prob"') == 5 and visible_text(parts[-1][1]).strip()
+    finally:
+        a.close()
+
+
 def test_an_attribution_graph_stays_exact_for_the_family(opened):
     """The circuits' frozen model (toyviz.interpret.circuits.frozen) with random transcoders, in float64: with the
     errors added back it is the opened model (an RMSNorm frozen as an RMSNorm, a parallel block's MLP reading the
