@@ -32,14 +32,14 @@ JOBS = {
     "transcoders": Job("toyviz.training.transcoders:main", "train the GPT's per-layer transcoders (for circuits)"),
     "circuits": Job("toyviz.circuits:main", "write one prediction's attribution graph as JSON (Neuronpedia's schema)"),
     "lessons": Job("toyviz.lessons.__main__:main", "check lesson files on the shipped models, print links and answers"),
-    "export": Job("toyviz.cli:export", "export the GPT for the page (web graphs) or as a Hugging Face folder"),
+    "export": Job("toyviz.cli:export", "export the GPT: its graphs for the page (web) or a Hugging Face folder (hf)"),
     "data": Job("toyviz.cli:data", "fetch and cache a training corpus: shakespeare, bible or everyday"),
 }
 
 # `toyviz export WHAT`: what is exported, by whom
 EXPORTS = {
-    "web": ("toyviz.web.export:main", "the GPT's graphs for the page's own model (web/dist, window.toyviz)"),
-    # "hf": ("toyviz.models.<the Hugging Face folder exporter>:main", "the GPT as a transformers folder"),
+    "web": ("toyviz.web.export:main", "the GPT's ONNX graphs the page's own model runs (checkpoints/gpt/web/)"),
+    "hf": ("toyviz.hub_export:main", "the GPT as a Hugging Face transformers folder (GPT-NeoX weights, tokenizer.json)"),
 }
 # `toyviz data CORPUS`: each corpus module's main prints a one-line JSON summary of what it cached
 CORPORA = {
