@@ -103,9 +103,11 @@ def test_a_lecture_of_thirty_phones_ends_in_a_report_that_lists_every_question(t
     for n in questions:
         question = lesson.steps[n].question
         assert html.escape(f"Step {n + 1}: {lesson.steps[n].title}") in page and html.escape(question.ask) in page
-        assert f"{sum(counted[n].values())} votes · the model: {question.choices[1]}" in page      # the figure's title
-        for choice in question.choices:                                                       # the table's lines
-            assert re.search(f"<td>{re.escape(html.escape(repr(choice)))}</td><td>{counted[n].get(choice, 0)}</td>", page)
+        said = report.shown(question.choices[1])
+        assert f"{sum(counted[n].values())} votes · the model: {said}" in page      # the figure's title
+        for choice in question.choices:                                             # the table's lines
+            shown = re.escape(html.escape(report.shown(choice)))
+            assert re.search(f"<td>{shown}</td><td>{counted[n].get(choice, 0)}</td>", page)
     assert page.count("Plotly.newPlot") == len(questions)
     assert page.count("plotly.js v") in (1, 2) and "<script src=" not in page   # plotly.js inside once: offline
     assert f"{PHONES} phones voted" in page
@@ -228,19 +230,23 @@ def test_the_presenters_screen_ends_the_lecture_and_hands_over_its_report(tmp_pa
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
     lectures = Lectures(tmp_path / "lectures.sqlite3")
     demo = build(Explorer(tiny_gpt, None), lectures)
-    handlers = {dep.name: dep for dep in demo.fns.values() if dep.name in ("ended", "picked", "listed")}
-    assert set(handlers) == {"ended", "picked", "listed"}
+    handlers = {dep.name: dep for dep in demo.fns.values() if dep.name in ("ended", "handed", "picked", "listed")}
+    assert set(handlers) == {"ended", "handed", "picked", "listed"}
     code, secret = lectures.start("sampling", 8)
     lectures.vote(code, "phone-0001", " be")
     answer = handlers["ended"].fn({"secret": secret, "root": "http://hall/"}, "")
     assert len(answer) == len(handlers["ended"].outputs)
-    bar, files, pick, keys = answer[0], answer[6], answer[7], answer[8]
-    assert f"Lecture {code} has ended" in bar and "1 phones voted on 7 questions" in bar
-    assert [f.rsplit(".", 1)[1] for f in files] == ["html", "csv"] and keys == secret
-    assert lectures.now(code) is None and len(pick.choices) == 1
-    kept = pick.choices[0][1]
-    assert handlers["picked"].fn(kept, "", {"secret": secret})[1].endswith(".csv")
-    assert handlers["picked"].fn(kept, "someone-else", {}) == []
-    row, listed = handlers["listed"].fn(secret)
-    assert row.visible and len(listed.choices) == 1
-    assert handlers["listed"].fn("") == (gr.skip(), gr.skip())
+    bar, keys, kept = answer[0], answer[5], answer[7]
+    assert f"Lecture {code} has ended" in bar and "1 phones voted on 7 questions" in bar and keys == secret
+    assert lectures.now(code) is None
+    handed = handlers["handed"].fn(kept, keys)
+    assert len(handed) == len(handlers["handed"].outputs)
+    files, pick = handed[2], handed[3]
+    paths = lambda update: [str(f.get("path") if isinstance(f, dict) else f) for f in update.value or []]
+    assert [f.rsplit(".", 1)[1] for f in paths(files)] == ["html", "csv"] and files.visible
+    assert pick.choices == [(report.label(lectures.report(kept, [secret])), kept)] and pick.value == kept
+    assert paths(handlers["picked"].fn(kept, "", {"secret": secret}))[1].endswith(".csv")
+    assert paths(handlers["picked"].fn(kept, "someone-else", {})) == []
+    row, listed, keys = handlers["listed"].fn(secret)
+    assert row.visible and len(listed.choices) == 1 and keys == secret
+    assert handlers["listed"].fn("") == (gr.skip(),) * 3

@@ -30,15 +30,16 @@ def buttons(ui):
 
 
 def layout(ui):
-    """Under the lesson bar, shown after End lecture or when this browser has past lectures: the report's files,
-    the past lectures, and how long they are kept here."""
+    """Under the lesson bar, shown after End lecture or when this browser has past lectures: the past lectures (how
+    long they are kept here said under the list), and once one is picked or ended, its report's two files."""
     with gr.Row(visible=False, elem_id="lecture-reports", equal_height=False) as ui.report_row:
+        ui.past_pick = gr.Dropdown([], value=None, label="Past lectures (this browser's)", info=report.kept_note(),
+                                   scale=1, min_width=260, elem_id="past-pick")
         ui.report_files = gr.File(label="The lecture's report: an HTML page (opens offline) and a CSV",
-                                  file_count="multiple", interactive=False, scale=2, elem_id="report-files")
-        with gr.Column(scale=1, min_width=240):
-            ui.past_pick = gr.Dropdown([], value=None, label="Past lectures (this browser's)", elem_id="past-pick")
-            gr.Markdown(report.kept_note(), elem_id="report-kept")
+                                  file_count="multiple", interactive=False, scale=2, height=140, visible=False,
+                                  elem_id="report-files")
     ui.report_keys = gr.Textbox(visible=False)
+    ui.report_id = gr.State(None)
 
 
 def past(lessons, keys: list[str], value: int | None = None) -> gr.Dropdown:
@@ -46,8 +47,8 @@ def past(lessons, keys: list[str], value: int | None = None) -> gr.Dropdown:
     return gr.Dropdown(choices=[(report.label(r), r.id) for r in lessons.lectures.reports(keys)], value=value)
 
 
-def ended_bar(lessons, report_id: int, secret: str) -> str:
-    kept = lessons.lectures.report(report_id, [secret])
+def ended_bar(lessons, report_id: int, keys: list[str]) -> str:
+    kept = lessons.lectures.report(report_id, keys)
     questions = sum("ask" in step.content for step in kept.steps)
     return (f"<div class='lesson'><div class='lesson-main'><div class='lesson-head'><b>Lecture {html.escape(kept.code)} "
             f"has ended</b></div><div class='lesson-text'>{kept.phones} phones voted on {questions} questions. Its "
@@ -56,37 +57,50 @@ def ended_bar(lessons, report_id: int, secret: str) -> str:
 
 
 def wire(ui, demo: gr.Blocks, lessons):
-    """The page's load lists this browser's past lectures; End lecture (confirmed) ends the lecture and hands its
-    report over; a past lecture picked is written again, against its lesson as it is now."""
+    """The page's load lists this browser's past lectures; End lecture (confirmed) ends the lecture at once (its
+    votes' refresh stopped), then hands its report over; a past lecture picked is written again, against its
+    lesson as it is now."""
     def listed(keys: str):
-        keys = (keys or "").split()
-        if not keys:                                 # no presenter here: no store opened, nothing shown
-            return gr.skip(), gr.skip()
-        return gr.Row(visible=bool(lessons.lectures.reports(keys))), past(lessons, keys)
+        """The keys as the page script read them (kept in the hidden box: a script's values reach the server, not
+        the box), and the past lectures they list."""
+        split = (keys or "").split()
+        if not split:                                # no presenter here: no store opened, nothing shown
+            return gr.skip(), gr.skip(), gr.skip()
+        return gr.Row(visible=bool(lessons.lectures.reports(split))), past(lessons, split), keys
 
     def ended(lecture: dict, keys: str):
         secret = lecture.get("secret")
         if not secret:
-            return [gr.skip()] * 10
+            return [gr.skip()] * 8
         report_id = report.end(lessons.lectures, secret)
         keys = sorted(set((keys or "").split()) | {secret})
-        return [ended_bar(lessons, report_id, secret), gr.Row(visible=False), gr.Timer(active=False), {},
-                {"root": lecture.get("root", "/")}, gr.Row(visible=True),
-                report.files(lessons.lectures, report_id, keys), past(lessons, keys, report_id), " ".join(keys),
-                gr.Button(visible=False)]
+        return [ended_bar(lessons, report_id, keys), gr.Row(visible=False), gr.Timer(active=False), {},
+                {"root": lecture.get("root", "/")}, " ".join(keys), gr.Button(visible=False), report_id]
+
+    def handed(report_id, keys: str):
+        """The report's files, and the bar said again: a refresh of the votes sent before the end may have
+        landed over it meanwhile."""
+        if report_id is None:
+            return [gr.skip()] * 4
+        keys = keys.split()
+        return [ended_bar(lessons, report_id, keys), gr.Row(visible=True),
+                gr.File(report.files(lessons.lectures, report_id, keys), visible=True), past(lessons, keys, report_id)]
 
     def picked(report_id, keys: str, lecture: dict):
         if report_id is None:
             return gr.skip()
-        return report.files(lessons.lectures, int(report_id), (keys or "").split() + [lecture.get("secret", "")])
+        found = report.files(lessons.lectures, int(report_id), (keys or "").split() + [lecture.get("secret", "")])
+        return gr.File(found, visible=bool(found))
 
-    demo.load(listed, ui.report_keys, [ui.report_row, ui.past_pick], js=READ_KEYS, queue=False,
+    demo.load(listed, ui.report_keys, [ui.report_row, ui.past_pick, ui.report_keys], js=READ_KEYS, queue=False,
               api_visibility="private")
     ui.lesson_end.click(lambda: gr.Button(visible=True), None, ui.lesson_end_yes, queue=False, api_visibility="private")
     ui.lesson_end_yes.click(
         friendly(ended), [ui.lecture, ui.report_keys],
-        [ui.lesson_bar, ui.lesson_buttons, ui.lesson_tick, ui.lecture_info, ui.lecture, ui.report_row, ui.report_files,
-         ui.past_pick, ui.report_keys, ui.lesson_end_yes], api_visibility="private").then(
-        None, ui.lecture_info, None, js=presenter.KEEP_SECRET).then(None, js=FORGET_LECTURE)
+        [ui.lesson_bar, ui.lesson_buttons, ui.lesson_tick, ui.lecture_info, ui.lecture, ui.report_keys, ui.lesson_end_yes,
+         ui.report_id], api_visibility="private").then(
+        None, ui.lecture_info, None, js=presenter.KEEP_SECRET).then(None, js=FORGET_LECTURE).then(
+        friendly(handed), [ui.report_id, ui.report_keys], [ui.lesson_bar, ui.report_row, ui.report_files, ui.past_pick],
+        api_visibility="private")
     ui.past_pick.input(friendly(picked), [ui.past_pick, ui.report_keys, ui.lecture], ui.report_files,
                        api_visibility="private")

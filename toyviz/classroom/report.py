@@ -16,6 +16,7 @@ import hashlib
 import html
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,11 @@ def minutes(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
+def shown(choice: str) -> str:
+    """A choice as the phones and the presenter's bar show it: its spaces at the ends as ␣ (" be" is not "be")."""
+    return re.sub(r"^ +| +$", lambda spaces: "␣" * len(spaces[0]), choice)
+
+
 def percent(share: float | None) -> str:
     return "" if share is None else f"{100 * share:.0f} %"
 
@@ -168,12 +174,11 @@ def figure(row: Row):
     import plotly.graph_objects as go
 
     right = [bool(row.answer) and matches(c, row.answer) for c in row.choices]
-    shown = [c.replace(" ", "␣") if c.strip() != c else c for c in row.choices]
-    fig = go.Figure(go.Bar(x=shown, y=[row.tally.get(c, 0) for c in row.choices],
+    fig = go.Figure(go.Bar(x=[shown(c) for c in row.choices], y=[row.tally.get(c, 0) for c in row.choices],
                            marker_color=["#2e9e5b" if r else "#9aa5b1" for r in right],
                            text=[("the model ✓ · " if r else "") + str(row.tally.get(c, 0)) for c, r in
                                  zip(row.choices, right)], textposition="outside", cliponaxis=False))
-    said = f"the model: {row.answer}" if row.answer else "not revealed" if not row.revealed else "no model answered"
+    said = f"the model: {shown(row.answer)}" if row.answer else "not revealed" if not row.revealed else "no model answered"
     fig.update_layout(template="plotly_white", height=300, margin=dict(l=50, r=20, t=50, b=50),
                       title=f"Step {row.step}: the class's {row.votes} votes · {said}",
                       yaxis_title="votes", xaxis_type="category")
@@ -193,14 +198,13 @@ def html_page(report: Report, made: list[Row], title: str = "") -> str:
 
     e = html.escape
     name = title or Path(report.lesson).stem
-    shown = sum(row.seconds for row in made)
-    head = (f"<h1>{e(name)}: the lecture's report</h1><p class='meta'>{e(when(report.started))} to "
-            f"{e(when(report.ended))} · join code {e(report.code)} · {report.phones} phones voted · "
-            f"{len(made)} questions, shown {e(minutes(shown))} in all</p>")
+    head = (f"<h1>{e(name)}: the lecture's report</h1><p class='meta'>{e(when(report.started))}, "
+            f"{e(minutes(report.ended - report.started))} · join code {e(report.code)} · {report.phones} phones voted · "
+            f"{len(made)} questions</p>")
     found = common(made)
     if found:
         items = "".join(f"<li><b>{e(meaning)}</b>: {n} of {row.votes} votes ({percent(n / row.votes)}) on step "
-                        f"{row.step} chose {e(repr(choice))}</li>" for row, choice, meaning, n in found)
+                        f"{row.step} chose {e(shown(choice))}</li>" for row, choice, meaning, n in found)
         head += f"<h2>Common misconceptions</h2><ul>{items}</ul>"
     elif any(row.misconceptions for row in made):
         head += f"<h2>Common misconceptions</h2><p>None: no named misconception took {percent(COMMON)} of a question's votes.</p>"
@@ -208,14 +212,14 @@ def html_page(report: Report, made: list[Row], title: str = "") -> str:
     for row in made:
         named = {choice: meaning for choice, meaning, _ in row.misconceptions}
         lines = "".join(
-            f"<tr{' class=right' if row.answer and matches(c, row.answer) else ''}><td>{e(repr(c))}</td>"
+            f"<tr{' class=right' if row.answer and matches(c, row.answer) else ''}><td>{e(shown(c))}</td>"
             f"<td>{row.tally.get(c, 0)}</td><td>{percent(row.tally.get(c, 0) / row.votes if row.votes else None)}</td>"
             f"<td>{e(named.get(c, ''))}</td></tr>" for c in row.choices)
         changed = ("<p class='changed'>⚠ This question has changed in the lesson since the lecture: the votes "
                    "answered the question as shown here.</p>" if row.changed else
                    "<p class='changed'>The lesson file cannot be read now: whether this question changed is "
                    "unknown.</p>" if row.changed is None else "")
-        answer = (f"<p><b>The model:</b> {e(row.answer)} — {e(row.detail)}</p><p><b>Predicted it:</b> "
+        answer = (f"<p><b>The model:</b> {e(shown(row.answer))} — {e(row.detail)}</p><p><b>Predicted it:</b> "
                   f"{row.right} of {row.votes} ({percent(row.share_right) or '–'})</p>" if row.answer else
                   f"<p><b>The model:</b> {'no model answered' if row.revealed else 'not revealed'}</p>")
         chart = pio.to_html(figure(row), full_html=False, include_plotlyjs=plotly_js,
