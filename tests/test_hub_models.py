@@ -10,6 +10,7 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -244,6 +245,53 @@ def test_a_folder_without_weights_or_with_strange_weights_says_so(tmp_path):
         toyviz.load(str(tmp_path), device="cpu")
 
 
+def test_gpt2_weights_as_the_hub_stores_them(tmp_path):
+    """The Hub's gpt2 stores its weights without the "transformer." prefix and with each layer's causal-mask
+    buffers (h.{i}.attn.bias, .masked_bias): they open, to the same logits."""
+    from safetensors.torch import save_file
+    theirs, _ = make_folder(tmp_path, "gpt2")
+    stored = {k.removeprefix("transformer."): v.contiguous() for k, v in theirs.state_dict().items()
+              if k != "lm_head.weight"}
+    for i in range(theirs.config.n_layer):
+        stored[f"h.{i}.attn.bias"] = torch.tril(torch.ones(1, 1, 64, 64))
+        stored[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    save_file(stored, str(tmp_path / "model.safetensors"))
+    gpt = toyviz.load(str(tmp_path), device="cpu")
+    trace = gpt.trace(PROMPT)
+    with torch.no_grad():
+        assert (trace.logits - theirs(torch.tensor([trace.token_ids])).logits[0]).abs().max() <= 1e-4
+
+
+def test_a_sentencepiece_style_tokenizer_reads_as_its_bytes(tmp_path):
+    """Llama 2's kind of tokenizer.json (▁ for a space, byte-fallback tokens <0xNN>, a post-processor that adds
+    <s>): toyviz's ids are the tokenizer's own with <s> first; pieces and streamed text come from the bytes."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, processors, trainers
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.train_from_iterator([TEXT], trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"]))
+    learned = json.loads(tok.to_str())["model"]                 # + the 256 byte tokens, ordinary vocabulary entries
+    vocab = {**learned["vocab"], **{f"<0x{b:02X}>": len(learned["vocab"]) + b for b in range(256)}}
+    tok.model = models.BPE(vocab, [tuple(m) for m in learned["merges"]], byte_fallback=True, unk_token="<unk>")
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                                unk_token="<unk>")
+    fast.save_pretrained(tmp_path)
+    config = toy_config("llama", len(fast), fast.bos_token_id, fast.eos_token_id)
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    gpt = toyviz.load(str(tmp_path), device="cpu")
+    text = "Whether 'tis nobler — naïve café"                   # é, ï and — are not in the merges: bytes
+    ids = gpt.encode(text)[0]
+    assert ids == fast(text).input_ids and ids[0] == fast.bos_token_id == gpt.bos
+    pieces = gpt.tokenizer.pieces(ids[1:])
+    assert pieces[0].startswith(" ") and any(p.startswith("<0x") for p in pieces)   # ▁ is a space; é its bytes
+    stream = gpt.tokenizer.stream_decoder()
+    assert "".join(stream(t) for t in ids[1:]) == " " + text
+    assert fast.decode(ids[1:]) == text
+
+
 def test_rotary_order_pairs_halves_as_neighbours():
     assert hub.rotary_order(8, 8).tolist() == [0, 4, 1, 5, 2, 6, 3, 7]
     assert hub.rotary_order(8, 4).tolist() == [0, 2, 1, 3, 4, 5, 6, 7]
@@ -258,5 +306,5 @@ def test_gpt2_from_the_hub():
         out = theirs(torch.tensor([trace.token_ids]), output_attentions=True)
     assert (trace.logits - out.logits[0]).abs().max() <= 1e-3       # 124M parameters: float32 sums of 768
     assert (trace.attention - torch.stack([a[0] for a in out.attentions])).abs().max() <= 1e-5
-    assert json.loads((gpt.source and __import__("pathlib").Path(gpt.source) / "config.json").read_text())[
-        "model_type"] == "gpt2"
+    assert json.loads((Path(gpt.source) / "config.json").read_text())["model_type"] == "gpt2"
+    assert gpt.tokenizer.encode(" Hello world") == [18435, 995]             # GPT-2's own ids
