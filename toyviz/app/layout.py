@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from toyviz.api import REGISTER_NAMES
-from toyviz.app import browser_model, presenter
+from toyviz.app import browser_model, presenter, projector
 from toyviz.app import reports
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
 from toyviz.app.views.text import EXPLAIN, examples
@@ -32,14 +32,16 @@ def header(ui):
     gr.Markdown(EXPLAIN["header"], elem_id="intro")
     with gr.Row(equal_height=False, elem_id="header"):
         # one line grows to three: Enter explores (in a multi-line box it would add a newline)
-        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", lines=1, max_lines=3, scale=5, min_width=300,
-                               elem_id="prompt")
+        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", placeholder="Prompt", lines=1, max_lines=3,
+                               scale=5, min_width=300, elem_id="prompt")
         ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
                             value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model",
                             scale=4, min_width=280)
         with gr.Column(scale=0, min_width=150, elem_id="header-run"):
             ui.run = gr.Button("Explore", variant="primary", elem_id="run")
             ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", container=False)
+        # on a projector the header is one line; "⋯" shows the tools it leaves out (toyviz.app.projector)
+        gr.HTML(projector.MORE, elem_id="header-more", js_on_load=projector.PAGE_SCRIPT)
         with gr.Column(scale=0, min_width=190, elem_id="header-tools"):
             with gr.Row():
                 ui.link_button = gr.Button("Copy link", size="sm", elem_id="copy-link", min_width=80)
@@ -159,7 +161,7 @@ def circuits_tab(ui):
         gr.Markdown(circuits.EXPLAIN)
         ui.prompt_examples.append(gr.Examples([text for _, text in circuits.EXAMPLES], inputs=ui.prompt,
                                               example_labels=[name for name, _ in circuits.EXAMPLES],
-                                              label="Example prompts"))
+                                              label="Example prompts", elem_id="circuit-examples"))
         with gr.Row():
             ui.circuit_target = gr.Textbox(value=DEFAULTS["circuit_target"], max_lines=1, elem_id="circuit-target",
                                            label="target token (blank: the top prediction; one token, ␣ for a space "

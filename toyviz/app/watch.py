@@ -279,6 +279,9 @@ def wire(ui, runs: live.LiveRuns | None = None):
     ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], [ui.watch_which, ui.watch_step, *noted],
                          api_visibility="private")
     ui.watch_stop.click(stop, view_inputs, noted, api_visibility="private")
-    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, ui.projector.change,
+    # projector mode, a link or a lesson's step redraw the tab on screen through its hidden button (redraw_current):
+    # a projector link drew this tab's figures as well as its own tab's (on projector.change), on every page
+    redraw = gr.Button(visible="hidden", elem_id="redraw-watch").click
+    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, redraw,
                   ui.watch_recipe.input, ui.watch_tick.tick):
         event(draw, [*view_inputs, ui.watch_note], outputs, api_visibility="private")

@@ -217,7 +217,8 @@ def redraw_current(ui, tabs: dict) -> str:
     event before it changed (a deep link's or a lesson's tab). An event whose outputs were every tab's made
     Gradio build a new component for each output it left unchanged: ~25 ms of server CPU a redraw for 58
     outputs, against a few for one tab's. (The tab on screen is read off the page: `ui.current` is server-side.)"""
-    names = {getattr(ui, f"tab_{name}").label: name for name in tabs}
+    drawn = [*tabs, *(["watch"] if hasattr(ui, "tab_watch") else [])]        # Watch it learn: toyviz.app.watch
+    names = {getattr(ui, f"tab_{name}").label: name for name in drawn}
     return ("async () => { await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));"
             f" const names = {json.dumps(names)};"
             " const tab = document.querySelector('#tabs [role=tab][aria-selected=true]');"

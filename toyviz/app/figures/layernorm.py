@@ -34,17 +34,23 @@ def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
     layer by layer as writes pile up in the stream, the output is brought back to a fixed scale."""
     stats = norm_statistics(trace)
     names, labels = list(trace.layernorms), token_labels(trace.tokens)
-    fig = subplots(rows=4, cols=1, subplot_titles=list(stats), shared_xaxes=True, vertical_spacing=0.06)
-    for r, (stat, z) in enumerate(stats.items(), start=1):
+    # on a projector two by two, inputs left and outputs right: half as tall, for a 720-px screen (issue 55)
+    rows, cols = (2, 2) if projector else (4, 1)
+    fig = subplots(rows=rows, cols=cols, subplot_titles=list(stats) if cols == 1 else
+                   ["input mean", "output mean", "input std", "output std"], shared_xaxes=True,
+                   vertical_spacing=0.06 if cols == 1 else 0.14, horizontal_spacing=0.16)
+    for i, (stat, z) in enumerate(stats.items()):
+        r, c = (i + 1, 1) if cols == 1 else (1 + i % 2, 1 + i // 2)
         diverging = "mean" in stat
         fig.add_trace(heatmap(z, x=labels, y=names, colorscale="RdBu_r" if diverging else "Viridis",
                               zmid=0 if diverging else None, hover=f"%{{y}}, %{{x}}: {stat} %{{z:.3f}}"),
-                      row=r, col=1)
-        fig.data[-1].colorbar.update(len=0.2, y=1 - (r - 0.5) / 4, yanchor="middle", thickness=12)
+                      row=r, col=c)
+        beside = {} if cols == 1 else dict(x=fig.get_subplot(r, c).xaxis.domain[1] + 0.01, xanchor="left")
+        fig.data[-1].colorbar.update(len=0.8 / rows, y=1 - (r - 0.5) / rows, yanchor="middle", thickness=12, **beside)
     # every norm named (plotly would drop every other name where rows are close), with a row tall enough for it
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=names, ticktext=names)
     return style(fig, "LayerNorm inputs and outputs per token", filename="toyviz-layernorm-stats",
-                 projector=projector, height=200 + 4 * (40 + 22 * len(names)))
+                 projector=projector, height=200 + rows * (40 + 22 * len(names)))
 
 
 def layernorm_curves(trace: Trace, position: int | None = None, *, projector: bool = False) -> go.Figure:

@@ -1,0 +1,105 @@
+"""Projector mode's page script (issue 55): a layout for projecting, where the figure is the first screen.
+
+page.css lays the page out (`body.projector`): the header one line, the tabs one row that scrolls sideways, a tab's
+explanation under its figures. This script does what a style sheet cannot:
+
+- each figure is sized to the screen it is on: as Gradio hands a figure to plotly (`Plotly.react`), a figure taller
+  than the room below its top on the first screen is drawn that tall (the first figure of a tab fills the rest of
+  the first screen), one further down at most a screen's height: zoomed, its text and margins with its height (down
+  to SMALLEST of the projector's text, a laptop's size), never below SQUEEZE of its own height. Its layout is changed
+  before the one drawing, so nothing is drawn twice; the server's figure (its export, its download) keeps its own
+  height;
+- the tab on screen is scrolled into the tab row's view (a link to the Model tab shows its tab);
+- "⋯" in the header shows the tools the one line leaves out (Copy link, Export HTML, Lessons).
+
+Installed once, by the header's "⋯" (layout.header, its js_on_load), before any figure is drawn.
+"""
+from __future__ import annotations
+
+FLOOR = 0.5           # a figure whose top is further down than half the screen gets a whole screen when scrolled to
+LEAST = 300           # px: no figure is squeezed below this
+SQUEEZE = 0.45        # nor below this share of its own height: a figure with more rows than a screen holds (the Layer
+                      # norm tab's four maps of nine norms) would become a smear; the tall ones have a projector layout
+SMALLEST = 0.6        # a squeezed figure's text at least this share of its projector size (1.7×): a laptop's, or larger
+
+MORE = ('<button type="button" class="tv-more" title="Copy link, Export HTML, Lessons" '
+        'aria-label="More: copy link, export, lessons" aria-expanded="false">⋯</button>')
+
+PAGE_SCRIPT = """
+element.addEventListener('click', (event) => {
+    const button = event.target.closest('.tv-more');
+    if (!button) return;
+    const open = document.body.classList.toggle('header-open');
+    button.setAttribute('aria-expanded', String(open));
+});
+if (!window.toyvizProjector) {
+    window.toyvizProjector = true;
+    const FLOOR = %(floor)s, LEAST = %(least)s, SMALLEST = %(smallest)s, SQUEEZE = %(squeeze)s;
+    // the room for a figure about to be drawn: below its top on the first screen, or one screen
+    const room = (gd) => {
+        const top = gd.getBoundingClientRect().top + window.scrollY, screen = window.innerHeight;
+        const below = screen - top - 12;
+        return Math.max(LEAST, Math.floor(below >= FLOOR * screen ? below : screen - 24));
+    };
+    // every text size and margin of a figure (and of its template and traces) times k: the figure zoomed, its
+    // subplot titles and gaps kept in proportion (a figure laid out for its height keeps its look)
+    const FONTS = /font$/i;
+    const shrink = (node, k, depth) => {
+        if (!node || typeof node !== 'object' || depth > 8) return;
+        if (Array.isArray(node)) { node.forEach((item) => shrink(item, k, depth + 1)); return; }
+        for (const [key, value] of Object.entries(node)) {
+            if (FONTS.test(key) && value && typeof value === 'object' && typeof value.size === 'number')
+                value.size = Math.round(value.size * k * 10) / 10;
+            if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && key !== 'z' && key !== 'x'
+                && key !== 'y' && key !== 'customdata' && key !== 'text') shrink(value, k, depth + 1);
+        }
+    };
+    const fit = (gd, data, layout) => {
+        if (!document.body.classList.contains('projector') || !layout || !(layout.height > 0)) return;
+        if (!gd.closest || !gd.closest('[id$="-plot"]')) return;
+        const height = layout.height, target = Math.max(room(gd), Math.round(SQUEEZE * height));
+        if (height <= target) return;
+        const k = Math.max(SMALLEST, target / height);
+        layout.height = target;
+        if (layout.margin) for (const side of ['l', 'r', 't', 'b'])
+            if (typeof layout.margin[side] === 'number') layout.margin[side] = Math.round(layout.margin[side] * k);
+        shrink(layout, k, 0);
+        shrink(data, k, 0);
+    };
+    const patch = (plotly) => {
+        if (!plotly || plotly.toyvizFits || typeof plotly.react !== 'function') return plotly;
+        const react = plotly.react;
+        try {
+            plotly.react = function (gd, data, layout, config) {
+                try { fit(gd, data, layout); } catch (err) { /* a figure drawn at its own height */ }
+                return react.apply(this, arguments);
+            };
+            plotly.toyvizFits = true;
+        } catch (err) { /* read-only: figures keep their height */ }
+        return plotly;
+    };
+    if (window.Plotly) patch(window.Plotly);
+    else {
+        let held;
+        Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true,
+            get: () => held, set: (value) => { held = patch(value); }});
+    }
+    // the selected tab in the tab row's view: the row scrolls sideways on a projector
+    const follow = () => {
+        const list = document.querySelector('#tabs [role=tablist]');
+        if (!list) { setTimeout(follow, 200); return; }
+        const show = () => {
+            const tab = list.querySelector('[role=tab][aria-selected=true]');
+            if (!tab || list.scrollWidth <= list.clientWidth) return;
+            const box = list.getBoundingClientRect(), at = tab.getBoundingClientRect();
+            const left = at.left - box.left + list.scrollLeft, right = left + at.width;
+            if (left < list.scrollLeft || right > list.scrollLeft + list.clientWidth)
+                list.scrollLeft = Math.max(0, left - (list.clientWidth - at.width) / 2);
+        };
+        new MutationObserver(show).observe(list, {subtree: true, attributes: true, attributeFilter: ['aria-selected']});
+        new MutationObserver(show).observe(document.body, {attributes: true, attributeFilter: ['class']});
+        show();
+    };
+    follow();
+}
+""" % {"floor": FLOOR, "least": LEAST, "smallest": SMALLEST, "squeeze": SQUEEZE}
