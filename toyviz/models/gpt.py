@@ -42,10 +42,9 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         # the paper scales embeddings by √d_model so the fixed ±1 sinusoids don't drown the tokens
         self.embed_scale = math.sqrt(c.d_model) if c.positional == "sinusoidal" else 1.0
         self.drop = nn.Dropout(c.dropout)
-        if c.positional == "rope":      # every position's rotation, once: a generated token looks its row up
-            cos, sin = rotation(rope_angles(torch.arange(c.context), c.rotary_dims, c.rope_base))
-            self.register_buffer("rope_cos", cos, persistent=False)     # (context, rotary dims), not in checkpoints
-            self.register_buffer("rope_sin", sin, persistent=False)
+        if c.positional == "rope":      # every position's rotation, once: a pass reads its rows
+            table = rotation(rope_angles(torch.arange(c.context), c.rotary_dims, c.rope_base), c.d_head)
+            self.register_buffer("rope_table", table, persistent=False)  # (context, hs/2, 2), not in checkpoints
         self.blocks = nn.ModuleList(
             Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout,
                   norm_kind=c.norm_kind, norm_eps=c.norm_eps, parallel=c.parallel, n_kv_head=c.n_kv_head)
@@ -89,7 +88,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
 
     def embed(self, idx, offset: int | torch.Tensor = 0, hooks=None):
         """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C) and the
-        RoPE rotation (cos, sin) every attention layer applies, or None."""
+        RoPE rotation every attention layer applies (toyviz.models.layers.rotation), or None."""
         positions = self.positions(idx.shape[1], offset, idx.device)
         x = self.tok_emb(idx)                                            # (B, T, C)
         x = at(hooks, names.TOKENS, x * self.embed_scale if self.embed_scale != 1.0 else x)
@@ -101,17 +100,21 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         last = None if torch.is_tensor(offset) else offset + idx.shape[1] - 1
         return at(hooks, names.EMBED, dropped(self.drop, x)), self.rope(positions, last)
 
-    def rope(self, positions: torch.Tensor, last: int | None = None) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """RoPE's (cos, sin) at positions (T,) or (B, T), as toyviz.models.layers.rotation gives them, or
-        None without RoPE; `last`: the largest position, if known without reading `positions`. Looked up in
-        the table of the first `context` positions (one index instead of a dozen small operations a
-        generated token); positions past it, as the experiments' extrapolation reads, are computed."""
+    def rope(self, positions: torch.Tensor, last: int | None = None) -> torch.Tensor | None:
+        """RoPE's rotation at positions (T,) or (B, T): (T or B·T, 1, hs/2, 2), as toyviz.models.layers.rotation
+        gives it (1: every head alike), or None without RoPE; `last`: the largest position, if known without
+        reading `positions`. Rows of the table of the first `context` positions (a pass at consecutive
+        positions reads a slice of it, no copy); positions past it, as the experiments' extrapolation reads,
+        are computed."""
         if self.config.positional != "rope":
             return None
-        if (int(positions.max()) if last is None else last) >= len(self.rope_cos):
-            return rotation(rope_angles(positions, self.config.rotary_dims, self.config.rope_base))
-        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
-        return (cos[:, None], sin[:, None]) if positions.dim() == 2 else (cos, sin)   # rows: every head alike
+        table = self.rope_table
+        if (int(positions.max()) if last is None else last) >= len(table):
+            return rotation(rope_angles(positions, self.config.rotary_dims, self.config.rope_base),
+                            self.config.d_head).unsqueeze(-3)
+        if positions.dim() == 1 and last is not None:                   # offset … last: a slice
+            return table[last + 1 - positions.shape[0]: last + 1].unsqueeze(-3)
+        return table[positions].unsqueeze(-3)
 
     def forward(self, idx, targets=None, *, causal: bool | None = None, cache: KVCache | None = None, hooks=None):
         """idx (B, T) → logits (B, T, V), and the mean cross-entropy if targets are given.

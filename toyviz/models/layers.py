@@ -51,26 +51,33 @@ def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> 
     return positions.float()[..., None] * inv_freq
 
 
-def rotation(angles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """RoPE angles (T, hs/2), or one row's each (B, T, hs/2) → (cos, sin) as every attention layer applies
-    them, computed once per forward pass, not once per layer: (…, T, hs), each pair's cos twice and its
-    sin as (−sin, +sin), so that `apply_rope` is two products and a sum."""
-    if angles.dim() == 3:
-        angles = angles[:, None]                                         # (B, 1, T, hs/2): every head alike
-    sin = angles.sin()
-    return angles.cos().repeat_interleave(2, dim=-1), torch.stack((-sin, sin), dim=-1).flatten(-2)
+def rotation(angles: torch.Tensor, d_head: int | None = None) -> torch.Tensor:
+    """RoPE angles (…, T, r/2) → the table every attention layer turns q and k by, made once per model
+    (toyviz.models.gpt keeps every position's): (…, T, d_head/2, 2), each pair's (cos, sin). A rotation
+    narrower than the head (r < d_head dims: Pythia's partial rotary) turns the first r dims only: the
+    pairs after them get (1, 0), the identity."""
+    table = torch.stack((angles.cos(), angles.sin()), dim=-1)           # (…, T, r/2, 2)
+    still = (d_head or angles.shape[-1] * 2) // 2 - angles.shape[-1]
+    if still:
+        table = torch.cat((table, table.new_tensor([1.0, 0.0]).expand(*table.shape[:-2], still, 2)), dim=-2)
+    return table
 
 
-def apply_rope(x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def apply_rope(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """Rotate each (2i, 2i+1) pair (a, b) of x (…, T, d_head) to (a·cos − b·sin, a·sin + b·cos), by the
-    angles whose `rotation` is rope; the same numbers as writing out the pairs, in fewer operations. A
-    rotation narrower than the head (r < d_head dims: Pythia's partial rotary) turns the first r dims only."""
-    cos, sin = (t.to(x.dtype) for t in rope)
-    r = cos.shape[-1]
-    if r < x.shape[-1]:                                                  # (…, T, r) turned, (…, T, hs − r) as is
-        return torch.cat((apply_rope(x[..., :r], rope), x[..., r:]), dim=-1)
-    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)              # (a, b) → (b, a)
-    return x * cos + swapped * sin
+    angles whose `rotation` is table (…, T, d_head/2, 2). Each pair is a complex number a + ib, so in fp32
+    the rotation is one complex product (a + ib)(cos + i·sin) over views, no copy (Meta's Llama code);
+    an export (torch.export, ONNX has no complex numbers) and other dtypes write the products out."""
+    pairs = x.unflatten(-1, (-1, 2))                                     # (…, T, d_head/2, 2)
+    if x.dtype == table.dtype == torch.float32 and pairs_align(x) and not torch.compiler.is_compiling():
+        return torch.view_as_real(torch.view_as_complex(pairs) * torch.view_as_complex(table)).flatten(-2)
+    (a, b), (cos, sin) = pairs.unbind(-1), table.to(x.dtype).unbind(-1)
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+
+
+def pairs_align(x: torch.Tensor) -> bool:
+    """Whether x's (2i, 2i+1) pairs can be read as complex numbers in place (what `torch.view_as_complex` needs)."""
+    return x.stride(-1) == 1 and x.storage_offset() % 2 == 0 and all(s % 2 == 0 for s in x.stride()[:-1])
 
 
 def dropped(drop: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
@@ -131,12 +138,14 @@ def cached_triangle(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention with separate Q, K, V and output projections.
+    """Multi-head attention with Q, K, V and output projections (q, k, v, o: the checkpoint's names).
 
-    Self-attention when `memory` is None, cross-attention over `memory` otherwise. Without hooks on
-    its inner points it runs the fused `F.scaled_dot_product_attention` (its causal kernel when the
-    mask is the plain triangle); a hook on q, k, v, scores or pattern makes it compute the same maths
-    step by step (scores → mask → softmax → @V) so each can be read or edited.
+    Self-attention when `memory` is None, cross-attention over `memory` otherwise. Self-attention outside
+    training reads q, k and v with one matmul, their weights stacked once (`stacked`, as nanoGPT's c_attn;
+    the checkpoint keeps them apart), and RoPE turns q and k together. Without hooks on its inner points it
+    runs the fused `F.scaled_dot_product_attention` (its causal kernel when the mask is the plain triangle);
+    a hook on q, k, v, scores or pattern makes it compute the same maths step by step (scores → mask →
+    softmax → @V) so each can be read or edited.
     """
 
     def __init__(self, d_model: int, n_head: int, bias: bool = True, dropout: float = 0.0, n_kv_head: int = 0):
@@ -148,15 +157,50 @@ class MultiHeadAttention(nn.Module):
         self.v = nn.Linear(d_model, self.n_kv_head * self.d_head, bias=bias)
         self.o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
+        self._stacked = None                     # (what it was made from, W (q+k+v rows, C), b): `stacked`
 
     def _heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
         return x.view(B, T, -1, self.d_head).transpose(1, 2)
 
-    def _kv_heads(self, x):  # (B, T, nkv * hs) -> (B, nh, T, hs): each K/V head repeated for its group of queries
-        x = self._heads(x)
+    def _group(self, x):  # (B, nkv, T, hs) -> (B, nh, T, hs): each K/V head repeated for its group of queries
         group = self.n_head // self.n_kv_head
         return x if group == 1 else x.repeat_interleave(group, dim=1)
+
+    def stacked(self):
+        """(W, b): q's, k's and v's weights and biases one above the other, for one matmul; None where the
+        three must stay apart (training: their gradients; an export: each weight named after its parameter).
+        Made on first use and again whenever a weight changed (loaded, moved, edited in place: its version)."""
+        if torch.is_grad_enabled() and self.q.weight.requires_grad or torch.compiler.is_compiling():
+            return None
+        parts = [p for m in (self.q, self.k, self.v) for p in (m.weight, m.bias) if p is not None]
+        made_from = [(p.data_ptr(), p._version, p.dtype) for p in parts]
+        stacked = self._stacked
+        if stacked is None or stacked[0] != made_from:
+            with torch.inference_mode(False), torch.no_grad():   # ordinary tensors, though first asked for in one
+                weight = torch.cat([self.q.weight, self.k.weight, self.v.weight])
+                bias = torch.cat([self.q.bias, self.k.bias, self.v.bias]) if self.q.bias is not None else None
+            stacked = self._stacked = (made_from, weight, bias)
+        return stacked[1], stacked[2]
+
+    def project(self, x, rope=None):
+        """Self-attention's x (B, T, C) → q (B, nh, T, hs), k, v (B, nh, T, hs), q and k turned by the
+        `rotation` rope (T or B·T, 1, hs/2, 2) when given."""
+        B, T, _ = x.shape
+        stacked = self.stacked()
+        if stacked is None:
+            q, k, v = (m(x).view(B, T, -1, self.d_head) for m in (self.q, self.k, self.v))   # (B, T, heads, hs)
+            if rope is not None:
+                q, k = apply_rope(q, rope), apply_rope(k, rope)
+        else:
+            nh, nkv = self.n_head, self.n_kv_head
+            qkv = F.linear(x, *stacked).view(B, T, nh + 2 * nkv, self.d_head)          # one matmul
+            if rope is not None:                                                          # q and k turned at once
+                qk = apply_rope(qkv[:, :, :nh + nkv], rope)
+                q, k, v = qk[:, :, :nh], qk[:, :, nh:], qkv[:, :, nh + nkv:]
+            else:
+                q, k, v = qkv.split((nh, nkv, nkv), dim=2)
+        return q.transpose(1, 2), self._group(k.transpose(1, 2)), self._group(v.transpose(1, 2))
 
     def forward(self, x, memory=None, *, causal=False, key_keep=None, rope=None,
                 cache: KVCache | None = None, layer: int = 0, hooks=None, name: str | None = None):
@@ -164,20 +208,20 @@ class MultiHeadAttention(nn.Module):
         rope: the `rotation` of the query positions (keys get theirs when first computed);
         hooks at the points of `name` ("block1.attn.q", … ".pattern", ".heads": toyviz.models.names)."""
         B, Tq, C = x.shape
-        q = self._heads(self.q(x))
-        if memory is not None and cache is not None and layer in cache.memory:
-            k, v = cache.memory[layer]                                   # the memory's, computed once
+        if memory is None:
+            q, k, v = self.project(x, rope)                              # (B, nh, Tq, hs) each
+            if cache is not None:
+                k, v = cache.extend(layer, k, v)                         # (B, nh, Tk, hs)
+                padding = cache.keep(layer)                              # rows of unequal length: (B, Tk)
+                key_keep = padding if key_keep is None or padding is None else key_keep & padding
         else:
-            source = x if memory is None else memory
-            k, v = self._kv_heads(self.k(source)), self._kv_heads(self.v(source))
-            if memory is not None and cache is not None:
-                cache.memory[layer] = (k, v)
-        if memory is None and rope is not None:                          # cross-attention has no rope
-            q, k = apply_rope(q, rope), apply_rope(k, rope)
-        if memory is None and cache is not None:
-            k, v = cache.extend(layer, k, v)                             # (B, nh, Tk, hs)
-            padding = cache.keep(layer)                                  # rows of unequal length: (B, Tk)
-            key_keep = padding if key_keep is None or padding is None else key_keep & padding
+            q = self._heads(self.q(x))
+            if cache is not None and layer in cache.memory:
+                k, v = cache.memory[layer]                               # the memory's, computed once
+            else:
+                k, v = self._group(self._heads(self.k(memory))), self._group(self._heads(self.v(memory)))
+                if cache is not None:
+                    cache.memory[layer] = (k, v)
         Tk = k.shape[2]
         if wants(hooks, *(names.part(name, p) for p in ("q", "k", "v", "scores", "pattern"))):
             y = self._explicit(q, k, v, self._allowed(causal, key_keep, Tq, Tk, x.device), hooks, name)
@@ -190,7 +234,7 @@ class MultiHeadAttention(nn.Module):
                                                dropout_p=self.dropout if self.training else 0.0)
         if hooks:
             y = at(hooks, names.heads(name), y)                          # (B, nh, Tq, hs)
-        y = y.transpose(1, 2).contiguous().view(y.shape[0], Tq, C)      # re-assemble heads
+        y = y.transpose(1, 2).reshape(y.shape[0], Tq, C)                # re-assemble heads (a hook may batch them)
         return self.o(y)
 
     @staticmethod
@@ -205,7 +249,7 @@ class MultiHeadAttention(nn.Module):
     def _explicit(self, q, k, v, allowed, hooks, name):
         """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
         q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
-        scores = at(hooks, names.part(name, "scores"), q @ k.transpose(-2, -1) / math.sqrt(self.d_head))
+        scores = at(hooks, names.part(name, "scores"), (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head)))
         masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
         probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
         return probs @ v                                                 # (B, nh, Tq, hs)
