@@ -75,6 +75,10 @@ def test_a_lecture_of_thirty_phones_ends_in_a_report_that_lists_every_question(t
     lesson = lesson_of(name)
     kept = report.end(lectures, secret)
     assert lectures.now(code) is None and lectures.presenting(secret) is None          # the code stops working
+    app = fastapi.FastAPI()
+    routes.attach(app, lectures)
+    gone = TestClient(app).get(f"/class/{code}/now")                                   # a phone still following
+    assert gone.status_code == 404 and "The presenter has ended lecture" in gone.json()["error"]
 
     found = lectures.report(kept, [secret])
     assert (found.code, found.lesson, found.phones, len(found.steps)) == (code, name, PHONES, len(lesson.steps))

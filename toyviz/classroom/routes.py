@@ -75,7 +75,9 @@ def refused(throttle: Throttle, request: Request) -> Response | None:
                         {"Retry-After": str(max(1, round(wait)))}) if wait else None
 
 
-def not_found(code: str) -> JSONResponse:
+def not_found(code: str, ended: bool = False) -> JSONResponse:
+    if ended:                                     # End lecture: the presenter closed it
+        return JSONResponse({"error": f"The presenter has ended lecture {normal(code)}: thank you for taking part."}, 404)
     return JSONResponse({"error": f"No lecture has the code {normal(code)} today (a code ends with its day)."}, 404)
 
 
@@ -134,7 +136,7 @@ def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
     async def now(code: str, request: Request):              # on the event loop: one indexed read, no thread hop
         lecture = lectures.now(code)
         if lecture is None:
-            return refused(joins, request) or not_found(code)
+            return refused(joins, request) or not_found(code, lectures.ended(code))
         tag = f'"{lecture.code}.{lecture.version}"'
         headers = {"ETag": tag, "Cache-Control": "no-cache"}
         if request.headers.get("if-none-match") == tag:

@@ -313,6 +313,12 @@ class Lectures:
                    "(SELECT id FROM reports ORDER BY ended DESC, id DESC LIMIT ?)", (oldest, REPORTS_KEPT))
         db.execute("DELETE FROM report_steps WHERE report NOT IN (SELECT id FROM reports)")
 
+    def ended(self, code: str) -> bool:
+        """Whether a lecture of this code was ended by its presenter today (the phones say so, not "no lecture")."""
+        start = dt.datetime.combine(utc_now().date(), dt.time(), dt.timezone.utc).timestamp()
+        return self.db().execute("SELECT 1 FROM reports WHERE code = ? AND ended >= ?",
+                                 (normal(code), start)).fetchone() is not None
+
     def kept_since(self) -> float:
         days = report_days()
         return time.time() - days * 86400 if days else -1.0
