@@ -262,6 +262,23 @@ def test_gpt2_weights_as_the_hub_stores_them(tmp_path):
         assert (trace.logits - theirs(torch.tensor([trace.token_ids])).logits[0]).abs().max() <= 1e-4
 
 
+def test_a_context_longer_than_a_trace_can_hold_is_cut(tmp_path):
+    """A GPT-2 with 4,096 learned positions opens with the context that keeps one trace within hub.TRACE_BUDGET
+    (its position table's first rows); a prompt within it gets transformers' logits."""
+    tok = trained_tokenizer(tmp_path)
+    config = transformers.GPT2Config(n_positions=4096, n_embd=64, n_layer=2, n_head=4, vocab_size=len(tok),
+                                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    theirs = randomized(transformers.GPT2LMHeadModel(config)).eval()
+    theirs.save_pretrained(tmp_path)
+    gpt = toyviz.load(str(tmp_path), device="cpu")
+    assert gpt.config.context == hub.traceable_context(2, 4, 64) == gpt.model.pos_emb.weight.shape[0] < 4096
+    trace = gpt.trace(PROMPT)
+    with torch.no_grad():
+        assert (trace.logits - theirs(torch.tensor([trace.token_ids])).logits[0]).abs().max() <= 1e-4
+    assert hub.traceable_context(12, 12, 768) == 320                # GPT-2 small
+
+
 def test_a_sentencepiece_style_tokenizer_reads_as_its_bytes(tmp_path):
     """Llama 2's kind of tokenizer.json (▁ for a space, byte-fallback tokens <0xNN>, a post-processor that adds
     <s>): toyviz's ids are the tokenizer's own with <s> first; pieces and streamed text come from the bytes."""

@@ -7,6 +7,7 @@ forward, the one hook mechanism and the one name type then serve it, and every t
 shipped GPT (TransformerLens's approach). The conversion is data: per family, how its config reads as a
 GPTConfig and a table of which stored weight goes to which of ours, through which transforms:
 
+    positions   GPT-2's learned positions: the rows of the context toyviz reads (TRACE_BUDGET)
     conv1d      GPT-2's Conv1D stores (in, out): transposed to nn.Linear's (out, in)
     fused(j)    GPT-2's c_attn holds Q, K, V one after another: the j-th third of its rows
     per_head(j) GPT-NeoX's query_key_value interleaves them per head, (nh, 3, hs) rows: the j-th of each head's
@@ -20,6 +21,7 @@ transformers' own forward (tests/test_hub_models.py): logits within 1e-4, every 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,6 +38,12 @@ CONFIG, TOKENIZER = "config.json", "tokenizer.json"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 ROPE_CONTEXT_CAP = 4096     # a rotary model reads at most this many tokens here (its table, its figures)
+# A traced pass keeps every head's scores and pattern (T² each) and, per token, each layer's streams, norms, q, k,
+# v and head outputs: GPT-2 small's trace held 148 MB at 128 tokens, 675 MB at 448 and 2,192 MB at 1,024, which
+# 8 bytes per layer × head × T² and 116 per layer × d_model × T fit. An opened model's context is cut to what
+# keeps one trace under TRACE_BUDGET (GPT-2 small: 320 tokens), so a class cannot ask a worker for gigabytes.
+TRACE_BUDGET = int(os.environ.get("TOYVIZ_TRACE_MB", "512")) * 2**20      # a bigger machine may allow more
+PER_SCORE, PER_STREAM = 8, 116
 
 
 class HubError(CheckpointError, UserError):
@@ -130,7 +138,7 @@ def llama_config(c) -> dict:
 
 
 GPT2_LAYOUT = Family("GPT-2", "transformer.", gpt2_config, (
-    ("tok_emb", "wte", ()), ("pos_emb", "wpe", ()),
+    ("tok_emb", "wte", ()), ("pos_emb", "wpe", ("positions",)),
     ("blocks.{i}.ln1", "h.{i}.ln_1", ()),
     ("blocks.{i}.attn.q", "h.{i}.attn.c_attn", ("conv1d", "fused0")),
     ("blocks.{i}.attn.k", "h.{i}.attn.c_attn", ("conv1d", "fused1")),
@@ -185,6 +193,8 @@ def rotary_order(d_head: int, rotary_dims: int) -> torch.Tensor:
 
 def transform(t: torch.Tensor, step: str, c: GPTConfig) -> torch.Tensor:
     """One step of a rule on a weight (out, in) or a bias (out,)."""
+    if step == "positions":                                           # the rows of the context toyviz opens
+        return t[: c.context]
     if step == "conv1d":
         return t.t() if t.dim() == 2 else t
     if step.startswith("fused"):
@@ -214,10 +224,26 @@ def read_config(folder: Path):
                        f"{str(err).strip().splitlines()[0][:160] if str(err).strip() else ''})") from None
     family = FAMILIES[kind]
     try:
-        config = GPTConfig(**family.config(hf))
+        fields = family.config(hf)
+        fields["context"] = min(fields["context"], traceable_context(fields["n_layer"], fields["n_head"],
+                                                                     fields["d_model"]))
+        config = GPTConfig(**fields)
     except ValueError as err:
         raise HubError(f"{folder}: {err}") from None
     return hf, family, config
+
+
+def trace_bytes(n_layer: int, n_head: int, d_model: int, tokens: int) -> int:
+    """About what a traced pass of `tokens` tokens holds (fitted to GPT-2 small's, above)."""
+    return n_layer * (PER_SCORE * n_head * tokens ** 2 + PER_STREAM * d_model * tokens)
+
+
+def traceable_context(n_layer: int, n_head: int, d_model: int) -> int:
+    """The longest context, a multiple of 64 (64 at least), whose traced pass stays within TRACE_BUDGET."""
+    tokens = 64
+    while trace_bytes(n_layer, n_head, d_model, tokens + 64) <= TRACE_BUDGET and tokens < 2**16:
+        tokens += 64
+    return tokens
 
 
 def stored_weights(folder: Path) -> dict[str, torch.Tensor]:
