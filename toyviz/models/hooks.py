@@ -67,7 +67,7 @@ class Record:
 
     def get(self, name: str) -> Hook:
         def keep(x: torch.Tensor):
-            self.values[name] = x.detach()
+            self.values[name] = x.detach() if x.requires_grad else x     # (no_grad: nothing to detach from)
         return keep
 
 

@@ -137,6 +137,15 @@ def cached_triangle(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
         return triangle(Tq, Tk, device)
 
 
+@functools.lru_cache(maxsize=32)
+def causal_bias(Tq: int, Tk: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """(1, 1, Tq, Tk): 0 where `causal_allowed`, −inf elsewhere; scores + this = the masked scores, the
+    same numbers as selecting −inf (~6× faster than torch.where here). Made once per shape, shared."""
+    with torch.inference_mode(False):
+        return torch.zeros(Tq, Tk, dtype=dtype, device=device).masked_fill(~triangle(Tq, Tk, device)[0, 0],
+                                                                           float("-inf"))[None, None]
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with Q, K, V and output projections (q, k, v, o: the checkpoint's names).
 
@@ -224,7 +233,7 @@ class MultiHeadAttention(nn.Module):
                     cache.memory[layer] = (k, v)
         Tk = k.shape[2]
         if wants(hooks, *(names.part(name, p) for p in ("q", "k", "v", "scores", "pattern"))):
-            y = self._explicit(q, k, v, self._allowed(causal, key_keep, Tq, Tk, x.device), hooks, name)
+            y = self._explicit(q, k, v, causal, key_keep, hooks, name)
         elif causal and Tq == Tk and Tq > 1 and key_keep is None:
             # the plain triangle: SDPA's fused causal kernel (an explicit mask keeps it off that kernel)
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
@@ -246,11 +255,16 @@ class MultiHeadAttention(nn.Module):
             allowed = keep if allowed is None else allowed & keep
         return allowed
 
-    def _explicit(self, q, k, v, allowed, hooks, name):
+    def _explicit(self, q, k, v, causal, key_keep, hooks, name):
         """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
         q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
         scores = at(hooks, names.part(name, "scores"), (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head)))
-        masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
+        Tq, Tk = scores.shape[-2:]
+        if causal and key_keep is None and Tq > 1 and not torch.compiler.is_compiling():
+            masked = scores + causal_bias(Tq, Tk, scores.device, scores.dtype)     # the plain triangle: one add
+        else:
+            allowed = self._allowed(causal, key_keep, Tq, Tk, scores.device)
+            masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
         probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
         return probs @ v                                                 # (B, nh, Tq, hs)
 
