@@ -172,6 +172,7 @@ def test_the_tabs_answer_for_an_opened_model(opened):
     for tab, result in results.items():
         assert result, tab
         assert "went wrong" not in str(result[0]), (tab, result[0])
+    assert ("norms are RMSNorms" in results["layernorm"][0]) == (family in ("llama", "qwen2"))
 
 
 def test_app_serves_an_opened_folder(tmp_path, monkeypatch):

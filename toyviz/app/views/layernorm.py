@@ -20,7 +20,15 @@ def spread_note(trace) -> str:
     inner = outputs[:-1] if len(names) > 1 else outputs
     return (f"Averaged over the tokens, the input std is {inputs[0]:.2f} at `{names[0]}` and {inputs[-1]:.2f} at "
             f"`{names[-1]}`; the output std is {inner.min():.2f}–{inner.max():.2f} at the norms inside the blocks "
-            f"and {outputs[-1]:.2f} at `{names[-1]}`. ")
+            f"and {outputs[-1]:.2f} at `{names[-1]}`. " + rms_note(trace))
+
+
+def rms_note(trace) -> str:
+    """What the figures mean for a model whose norms are RMSNorms (Llama's kind), or nothing."""
+    if all(norm.centres for norm in trace.layernorms.values()):
+        return ""
+    return ("This model's norms are RMSNorms: each divides by the root mean square √(mean x² + ε), shown here as "
+            "the input std, subtracts no mean (the input mean shown is 0) and adds no β. ")
 
 
 def layernorm_view(explorer: Explorer, prompt, norm_name="block0.ln1", position=-1, projector=False, model="gpt"):
