@@ -258,7 +258,7 @@ class MultiHeadAttention(nn.Module):
     def _explicit(self, q, k, v, causal, key_keep, hooks, name):
         """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
         q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
-        scores = at(hooks, names.part(name, "scores"), (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head)))
+        scores = at(hooks, names.part(name, "scores"), self._scores(q, k))       # (B, nh, Tq, Tk)
         Tq, Tk = scores.shape[-2:]
         if causal and key_keep is None and Tq > 1 and not torch.compiler.is_compiling():
             masked = scores + causal_bias(Tq, Tk, scores.device, scores.dtype)     # the plain triangle: one add
@@ -267,6 +267,15 @@ class MultiHeadAttention(nn.Module):
             masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
         probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
         return probs @ v                                                 # (B, nh, Tq, hs)
+
+    def _scores(self, q, k):  # (B, nh, Tq, hs), (B, nh, Tk, hs) -> q·k / √hs (B, nh, Tq, Tk)
+        if q.shape[:-2] != k.shape[:-2] or torch.compiler.is_compiling():  # (an edit broadcast them; an export)
+            return (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head))
+        # one batched matmul that scales as it goes, reading q and k where they lie (matmul would copy them)
+        q3, k3 = q.flatten(0, -3), k.flatten(0, -3)                      # (B·nh, T, hs)
+        scores = q3.new_empty(q3.shape[0], q3.shape[1], k3.shape[1])
+        return scores.baddbmm_(q3, k3.transpose(1, 2), beta=0, alpha=1 / math.sqrt(self.d_head)).view(
+            *q.shape[:-1], k3.shape[1])
 
 
 class FeedForward(nn.Module):
