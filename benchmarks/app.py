@@ -9,7 +9,8 @@
 - attention_payload_bytes: JSON size of that tab update (what the browser receives)
 - longest_context_ms: the same for a prompt that fills the whole context
 - features_tab_ms: the same for the Features tab (the prompt's features, a dashboard, four figures)
-- cold_start_s: `python app.py` until the page answers; rss_mb: its resident memory after serving
+- cold_start_s: `python app.py` until the page answers and the workers have drawn every tab (the page alone:
+  benchmarks.cold_start); rss_mb: its resident memory after serving
 - stream: 64 tokens sampled in a real page (benchmarks.stream; left out when Chromium is absent):
   distinct text updates the page showed, updates per second, the longest main-thread stall, the
   time from Stop to the page's last update, and after_every_tab: with every tab opened first, how far
@@ -80,7 +81,7 @@ def main(argv=None):
     features_ms, features_payload, _ = time_tab(lambda prompt: features_view(explorer, prompt, -1, "", False),
                                                 [prompt_of(127, 100 + s) for s in range(n)])
     start = time.perf_counter()
-    with Server() as server:                     # `python app.py` until the page answers
+    with Server() as server:                     # `python app.py` until the page answers, warmed
         cold, rss = time.perf_counter() - start, server.memory_mb()["rss"]
         streamed = stream.measure(server.url) if stream.available() else "no chromium"
     print(json.dumps({"prompt_tokens": 128, "attention_tab_ms": round(ms, 1), "attention_breakdown_ms": breakdown,

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # the end's memory is read once the server has been idle this long, so that its keeper has handed the pages
 # of freed blocks back (toyviz.serving.memory.RETURN_EVERY_S): read at once, the figure depends on when the keeper
 # last ran (+92 and +230 MB in two runs of the same code), not on what the class left behind
+# the line the app prints once every worker has drawn every tab (toyviz.app.serve.warm_after_serving)
+WARMED = "every tab drawn once"
 SETTLE_S = 12.0                  # > RETURN_EVERY_S (10 s; not imported: a benchmark's process has no torch)
 
 
@@ -96,7 +98,9 @@ def descriptors_and_threads(pid: int) -> dict:
 class Server:
     """`python app.py` on a free loopback port, its output in a log file; use as a context manager.
     root: the checkout whose app.py runs (e.g. a git worktree of the code before a change); env: variables
-    set for the server only (its lectures file, its temp folders)."""
+    set for the server only (its lectures file, its temp folders). Entered once the page answers and the
+    workers have drawn every tab (the app serves first and warms after: a class measured during the warm-up
+    would measure the warm-up; benchmarks.cold_start times the start itself)."""
 
     def __init__(self, device: str = "cpu", start_timeout: float = 240.0, log: str | Path | None = None,
                  root: str | Path | None = None, env: dict | None = None):
@@ -125,10 +129,11 @@ class Server:
                 raise RuntimeError(f"app.py exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(self.url + "config", timeout=5) as r:
-                    if r.status == 200:
+                    if r.status == 200 and WARMED in self.log():
                         return
             except OSError:
-                time.sleep(0.5)
+                pass
+            time.sleep(0.5)
         raise TimeoutError(f"app.py did not answer within {timeout:.0f} s:\n{self.log_tail()}")
 
     def cpu_s(self) -> float | None:

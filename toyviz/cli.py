@@ -3,7 +3,7 @@
     toyviz serve        the explorer in a browser
     toyviz train gpt    …and every other job below; `toyviz JOB --help` is its manual
 
-A subcommand's module is imported only when it runs: `toyviz --help` loads neither torch nor Gradio. A user's
+A subcommand's module is imported only when it runs: `toyviz --help` loads no Gradio, no plotly. A user's
 mistake (a file that is not a checkpoint, a prompt it cannot use) is one line and exit status 2, as
 toyviz.errors.run_command says; a fault keeps its traceback.
 """
@@ -27,7 +27,7 @@ JOBS = {
     "serve": Job("toyviz.app.serve:main", "serve the explorer (what the Space's `python app.py` runs)"),
     "train": Job("toyviz.training.cli:main", "train the GPT or the translator, from fresh data or your own text"),
     "evaluate": Job("toyviz.training.evaluate:main", "held-out bits per character (GPT), BLEU and chrF (translator)"),
-    "experiments": Job("toyviz.training.experiments:main", "train the small GPTs that differ from a baseline in one thing"),
+    "experiments": Job("toyviz.training.experiments:main", "train small GPTs that differ from a baseline in one thing"),
     "features": Job("toyviz.training.dictionary:main", "train the sparse autoencoder on the GPT's residual stream"),
     "transcoders": Job("toyviz.training.transcoders:main", "train the GPT's per-layer transcoders (for circuits)"),
     "circuits": Job("toyviz.circuits:main", "write one prediction's attribution graph as JSON (Neuronpedia's schema)"),
@@ -39,7 +39,7 @@ JOBS = {
 # `toyviz export WHAT`: what is exported, by whom
 EXPORTS = {
     "web": ("toyviz.web.export:main", "the GPT's ONNX graphs the page's own model runs (checkpoints/gpt/web/)"),
-    "hf": ("toyviz.hub_export:main", "the GPT as a Hugging Face transformers folder (GPT-NeoX weights, tokenizer.json)"),
+    "hf": ("toyviz.hub_export:main", "the GPT as a Hugging Face transformers folder (GPT-NeoX, tokenizer.json)"),
 }
 # `toyviz data CORPUS`: each corpus module's main prints a one-line JSON summary of what it cached
 CORPORA = {
@@ -60,7 +60,7 @@ def usage() -> str:
     return "\n".join(["usage: toyviz <subcommand> [options]   (toyviz <subcommand> --help: its manual)", "",
                       __doc__.split("\n\n")[0], "", "subcommands:"] +
                      [f"  {name.ljust(width)}  {job.summary}" for name, job in JOBS.items()] +
-                     ["", "docs: README.md and docs/ (https://github.com/…/toyviz or the Space's Files tab)"])
+                     ["", "docs: README.md and docs/ in the repository (a Space shows them under Files)"])
 
 
 def choose(command: str, table: dict, argv: list[str], what: str):

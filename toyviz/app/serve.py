@@ -75,30 +75,32 @@ def main(argv=None, prog: str = "toyviz serve"):
             workers.close()              # not left running without a server
         raise
     first = {name: getattr(demo.ui, name).value for tab in page.TABS.values() for name in tab.inputs}
+    shelf = Shelf()
     demo.ui.warmed = threading.Event()
-    threading.Thread(target=warm_after_serving, args=(demo, explorer, workers, first), name="toyviz-warm-up",
+    threading.Thread(target=warm_after_serving, args=(demo, explorer, workers, first, shelf), name="toyviz-warm-up",
                      daemon=True).start()
     keep_returning_freed_memory()       # what a class's requests freed goes back to the system every 10 s
-    # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students
-    # opening the link together (then 6 events each) were refused "queue full" 90 times in 100 (benchmarks.load --browser)
+    # a page sends 4 queued events as it opens (restore the link, draw the tab, …): at 64 places, 100 students opening
+    # the link together (then 6 events each) were refused "queue full" 90 times in 100 (benchmarks.load --browser)
     demo.queue(default_concurrency_limit=demo.ui.at_once, max_size=page.QUEUE_PLACES)
-    shelf = Shelf()
     options = page.launch_options(demo.ui.presenter, shelf)
-    threading.Thread(target=shelf.warm, daemon=True).start()    # the model's files compressed before a Sample tab asks
-    print("toyviz: serving; every tab is drawn once in the background")
+    print("toyviz: serving; the workers start and every tab is drawn once in the background")
     demo.launch(**options)     # host and port from GRADIO_SERVER_NAME / _PORT (Spaces sets them)
 
 
-def warm_after_serving(demo, explorer, workers, first: dict) -> list[float]:
-    """Once `demo` serves: the workers started, and every tab drawn once for the page's first values in each (or
-    here, without workers) → seconds each took; `demo.ui.warmed` set at the end, whatever happened. A worker
-    that fails to start is reported (its error is in the log above), and the server goes on: this process
-    computes until a worker holds its models, and a worker that ended is started again."""
+def warm_after_serving(demo, explorer, workers, first: dict, shelf=None) -> list[float]:
+    """Once `demo` serves: the model's files compressed (`shelf`: before a Sample tab asks), the workers started,
+    and every tab drawn once for the page's first values in each (or here, without workers) → seconds each took;
+    `demo.ui.warmed` set at the end, whatever happened. A worker that fails to start is reported (its error is in
+    the log above), and the server goes on: this process computes until a worker holds its models, and a worker
+    that ended is started again."""
     from toyviz.app.tabs import draw_every_tab
     from toyviz.errors import fault
     try:
         while not demo.is_running:
             time.sleep(0.05)
+        if shelf is not None:
+            threading.Thread(target=shelf.warm, name="toyviz-compress", daemon=True).start()
         if workers is None:
             seconds = [draw_every_tab(explorer, first)]
         else:

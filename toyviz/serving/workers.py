@@ -22,9 +22,8 @@ safetensors) and do the heavy work, each on its own core.
   with an id), every other request goes on. A reply its reader cannot read ends the worker the same way.
 - A worker that fails to start is started again after 1, 2, 4 … s, at most 60 (BACKOFF_S). While no
   worker is up, a request is refused at once with `Busy` (a UserError: "try again in a few seconds"), not
-  queued behind a start that may not come; but while the pool's first workers are still loading their models
-  (the server answers before they are ready: toyviz.app.serve), a request waits for the first one up, within
-  START_TIMEOUT_S, and is refused only if every first start failed.
+  queued behind a start that may not come. A pool made with start=False starts its processes at `.start()`
+  (a server starts them once it answers: toyviz.app.serve); `ever_up` says whether one has ever held its models.
 - A caller waits at most ANSWER_TIMEOUT_S for the worker's next message (a call's answer, a stream's next
   update); then its request is cancelled there and it gets a fault's message. The slowest legitimate calls
   measured on this 2-core machine take seconds (a circuit of 32 tokens 4.2 s, a beam-8 translation of 2,000
@@ -266,21 +265,8 @@ class Workers:
         home = zlib.crc32(repr(key).encode()) % self.count
         return min(up, key=lambda w: (w.in_flight, (w.index - home) % self.count))
 
-    def first_start(self, timeout: float = START_TIMEOUT_S) -> bool:
-        """While no worker has been up yet, wait until one is (or until none is starting any more: every first
-        start failed; or `timeout` s) → whether one has been up. Once one has, at once."""
-        deadline = time.monotonic() + timeout
-        while not self.ever_up and not self.closed and time.monotonic() < deadline:
-            starting = [w for w in self.workers if w.alive and not w.ready.is_set()]
-            if not starting:
-                return False
-            starting[0].ready.wait(0.05)
-        return self.ever_up and not self.closed
-
     def _start(self, kind: str, fn, args: tuple, worker: Worker | None = None):
         worker = worker or self.pick(args[0] if args else None)
-        if worker is None and not self.ever_up and self.first_start():
-            worker = self.pick(args[0] if args else None)
         if worker is None or not worker.up:
             raise Busy(STOPPING if self.closed else BUSY)
         ident = next(self.ids)
