@@ -2,6 +2,8 @@
 (a heading without a title too, never merged into the step above), by the checker and by the picker's bar; Reveal
 is offered only on a question's step and the picker names the lesson open; a phone's vote refused says why; the
 Why-this-token box answers typed digits in tokens, not ids."""
+import inspect
+
 import fastapi
 import pytest
 from fastapi.testclient import TestClient
@@ -99,7 +101,12 @@ def page(tmp_path, tiny_checkpoints, monkeypatch):
     ui = demo.ui
     def press(component):
         event = next(f for f in demo.fns.values() if {(component._id, "click"), (component._id, "input")} & set(f.targets))
-        return lambda *inputs: dict(zip(event.outputs, event.fn(*inputs)))
+        def answer(*inputs):                 # a streamed answer (Prev / Next: the bar, then the tab): each output's last
+            out = event.fn(*inputs)
+            updates = list(out) if inspect.isgenerator(out) else [out]
+            return {o: v for update in updates for o, v in zip(event.outputs, update) if v != {"__type__": "update"}}
+        return answer
+    press.demo = demo
     yield ui, press
     demo.close()
 
@@ -116,6 +123,45 @@ def test_the_picker_names_the_open_lesson_and_reveal_is_offered_on_a_question_on
     revealed = press(ui.lesson_reveal)(lecture)
     assert revealed[ui.lesson_reveal].interactive is False           # pressed once: the answer is out
     assert "The model:" in revealed[ui.lesson_bar]
+
+
+def test_a_refused_reveal_is_a_line_in_the_bar_not_an_error(page, monkeypatch):
+    """Issue 55: Reveal before the run's head formed says why in the bar (kept by the votes' refresh); nothing raises,
+    so Gradio draws no red "Error" over the bar, its buttons and the picker; the next Reveal that works clears it."""
+    ui, press = page
+    values = [c.value for c in ui.all_inputs]
+    lecture = press(ui.lesson_pick)("two-steps", {"root": "/"}, False)[ui.lecture]
+    lecture = press(ui.lesson_next)(lecture, *values)[ui.lecture]
+    def still_training(*args):
+        raise UserError("the run is still training (step 40 of 600) and no head has formed yet")
+    answer = presenter.answers.answer
+    monkeypatch.setattr(presenter.answers, "answer", still_training)
+    refused = press(ui.lesson_reveal)(lecture)
+    assert "no head has formed yet" in refused[ui.lesson_bar] and "lesson-said" in refused[ui.lesson_bar]
+    assert refused[ui.lesson_reveal].interactive is True and "The model:" not in refused[ui.lesson_bar]
+    tick = next(f for f in press.demo.fns.values() if (ui.lesson_tick._id, "tick") in set(f.targets))
+    assert "no head has formed yet" in tick.fn(refused[ui.lecture])          # the votes' refresh keeps the line
+    monkeypatch.setattr(presenter.answers, "answer", answer)
+    revealed = press(ui.lesson_reveal)(refused[ui.lecture])
+    assert "The model:" in revealed[ui.lesson_bar] and "lesson-said" not in revealed[ui.lesson_bar]
+
+
+def test_a_revealed_step_is_revealed_when_the_presenter_comes_back(page):
+    """Issue 55: Next then Prev back to a revealed step shows its answer, Reveal spent, and its votes stay closed
+    (on the phones too: the lecture's row says revealed)."""
+    ui, press = page
+    values = [c.value for c in ui.all_inputs]
+    lecture = press(ui.lesson_pick)("two-steps", {"root": "/"}, False)[ui.lecture]
+    lecture = press(ui.lesson_next)(lecture, *values)[ui.lecture]
+    press(ui.lesson_reveal)(lecture)
+    away = press(ui.lesson_prev)(lecture, *values)
+    assert "1 / 2" in away[ui.lesson_bar]
+    back = press(ui.lesson_next)(lecture, *values)
+    assert "The model:" in back[ui.lesson_bar] and back[ui.lesson_reveal].interactive is False
+    assert back[ui.lecture_info]["hide"] is False                    # the figures not covered
+    lectures = ui.presenter.lectures
+    code = back[ui.lecture_info]["code"]
+    assert lectures.now(code).revealed and not lectures.vote(code, "phone-late", "a")
 
 
 def test_a_broken_lesson_picked_shows_every_mistake_in_the_bar(page):

@@ -19,15 +19,16 @@ def lecture_answers(ui, lessons: Presenter):
     ui.lesson_outputs = [ui.lesson_panel, ui.lesson_bar, ui.lesson_buttons, ui.lecture_info, ui.lecture, ui.lesson_tick,
                          ui.lesson_reveal, ui.lesson_pick]
 
-    def show(shown, root: str, projector: bool | None = None, values: tuple | None = None) -> list:
+    def show(shown, root: str, projector: bool | None = None, values: tuple | None = None, said: str = "") -> list:
         """The lecture's step: its view's controls and the bar; given the tabs' inputs (`values`), its tab drawn
-        too, in the same answer (a Next is one round trip, not two)."""
+        too, in the same answer. `said`: why the presenter's last action was refused, kept in the bar (and in the
+        lecture's state, so that the votes' refresh keeps it) until the next step or reveal."""
         view = presenter.view(shown)
         if projector is not None and "projector" not in shown.step.origin:
             view["projector"] = projector            # a step that does not name it keeps the page's
         shown_view = [gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
-                      presenter.bar(shown, lessons.lectures, root), gr.Row(visible=True), presenter.client(shown),
-                      {"secret": shown.secret, "root": root}, gr.Timer(active=True),
+                      presenter.bar(shown, lessons.lectures, root, said), gr.Row(visible=True), presenter.client(shown),
+                      {"secret": shown.secret, "root": root, "said": said}, gr.Timer(active=True),
                       # Reveal on a question's step only, spent once pressed; the picker names the lesson open
                       gr.Button(visible=shown.step.question is not None, interactive=shown.hides), shown.name]
         if values is None:
@@ -66,17 +67,38 @@ def wire(ui, demo: gr.Blocks, lessons: Presenter):
         except UserError as err:
             return [gr.skip()] * (len(shows) - len(bar)) + failed(str(err), lecture)
 
+    def refused(why: str, lecture: dict) -> list:
+        """A presenter's action refused (a Reveal before the run's head formed): the reason a line in the bar, the
+        step as it was; never an error on the bar's components (Gradio's red "Error" over the bar and its buttons)."""
+        try:
+            return show(lessons.shown(lecture["secret"]), lecture["root"], said=why)[-len(bar):]
+        except UserError as err:                     # the lecture itself is gone
+            return failed(str(err), lecture)
+
     def step(by: int):
+        """Prev / Next in one event, in two answers: the bar and the step's controls at once (the presenter's counter
+        as fast as the phones': it waited for the step's figures, 7.7 s once), then the step's tab drawn."""
         def moved(lecture: dict, *values):
-            projector = dict(zip(ui.all_inputs, values))[ui.projector]
-            return show(lessons.move(lecture["secret"], by), lecture["root"], projector, values)
+            projector, rest = dict(zip(ui.all_inputs, values))[ui.projector], [gr.skip()] * len(ui.all_outputs)
+            try:
+                shown = lessons.move(lecture["secret"], by)
+            except UserError as err:
+                yield [gr.skip()] * (len(shows) - len(bar)) + refused(str(err), lecture) + rest
+                return
+            yield show(shown, lecture["root"], projector) + rest
+            yield [gr.skip()] * len(shows) + show(shown, lecture["root"], projector, values)[len(shows):]
         return friendly(moved)
 
-    reveal = lambda lecture: show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
+    def reveal(lecture: dict) -> list:
+        try:
+            return show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
+        except UserError as err:
+            return refused(str(err), lecture)
 
     def votes(lecture: dict) -> str:             # every 3 s: the votes so far; a lecture that ended says so
         try:
-            return presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"])
+            return presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"],
+                                 lecture.get("said", ""))
         except UserError as err:
             return presenter.problem(str(err))
 

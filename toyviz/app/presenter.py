@@ -166,8 +166,13 @@ class Presenter:
         return None
 
     def move(self, secret: str, by: int) -> Shown:
-        """The presenter's Prev (-1) or Next (+1); the store clamps it to the lesson."""
-        self.lectures.move(secret, self.shown(secret).lecture.step + by)
+        """The presenter's Prev (-1) or Next (+1), clamped to the lesson. A step revealed before is shown revealed
+        when the presenter comes back to it (its votes are closed for good: `Lectures.closed`), on this page and
+        on the phones, in one change of the lecture."""
+        lectures = self.lectures
+        lecture = lectures.driven(secret)
+        step = min(max(lecture.step + by, 0), lecture.steps - 1)
+        lectures.change(lecture, step, lectures.closed(lecture.code, step))
         return trained(self.shown(secret))
 
     def reveal(self, secret: str) -> Shown:
@@ -266,15 +271,17 @@ def question_box(shown: Shown, lectures: Lectures) -> str:
     return asked + f"<div class='lesson-reveal'><div class='lesson-answer'>{said}</div>{votes_chart(question, tally, answer)}</div>"
 
 
-def bar(shown: Shown, lectures: Lectures, root: str) -> str:
-    """The lesson bar's text: step counter, title, text, question (or answer and votes), join code and QR."""
+def bar(shown: Shown, lectures: Lectures, root: str, said: str = "") -> str:
+    """The lesson bar's text: step counter, title, text, question (or answer and votes), join code and QR; `said`:
+    why the presenter's last action was refused (a Reveal before the run's head formed), a line in the bar."""
     step, lecture = shown.step, shown.lecture
     point = step.point if step.point and (step.question is None or lecture.revealed) else ""
     main = (f"<div class='lesson-head'><span class='lesson-counter'>{lecture.step + 1} / {lecture.steps}</span> "
             f"<b>{html.escape(step.title)}</b> <span class='lesson-name'>· {html.escape(shown.lesson.title)}</span></div>"
             f"<div class='lesson-text'>{MARKDOWN.render(step.text)}</div>"
             + (question_box(shown, lectures) if step.question else "")
-            + (f"<div class='lesson-point'><b>Look at:</b> {html.escape(point)}</div>" if point else ""))
+            + (f"<div class='lesson-point'><b>Look at:</b> {html.escape(point)}</div>" if point else "")
+            + (f"<div class='lesson-said' role='status'>{html.escape(said)}</div>" if said else ""))
     # the counter and the code stay in a corner of the screen when the bar has scrolled away (page.css)
     badge = f"<div class='lesson-badge'>{lecture.step + 1} / {lecture.steps} · join {lecture.code}</div>"
     return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root)}</div>{badge}"
