@@ -76,6 +76,10 @@ def test_the_shipped_example_hovers_a_feature_and_ablates_it(url, browser):
     page.locator("#supernodes textarea, #supernodes input").first.press("Enter")
     expect()(page.locator("#circuit-graph-plot .legendtext").filter(has_text="supernode")).to_have_count(1,
                                                                                                        timeout=WAIT)
+    # a new graph (here its supernodes; a new prompt or target alike) clears the old graph's intervention and its id
+    # (issue 55: "Ablated: feature 0_91_3" stayed under a new graph, and Ablate applied the old id to it)
+    expect()(page.locator("#circuit-intervention-plot")).to_be_hidden(timeout=WAIT)
+    expect()(page.locator("#circuit-node input, #circuit-node textarea").first).to_have_value("")
     page.locator("#copy-link").click()
     expect()(page.locator("#link input, #link textarea").first).to_have_value(
         __import__("re").compile(r"supernodes=S\+copy%3A\+0_1603_8\+0_962_8"), timeout=WAIT)

@@ -223,6 +223,10 @@ def wire_circuits(ui, compute):
     intervenes in the real GPT; the graph's JSON (Neuronpedia's schema) and the intervention as HTTP endpoints."""
     bind = lambda view: friendly(compute(view))
     gr.on([ui.circuit_target.submit, ui.supernodes.submit], None, js=ui.redraw_current)
+    # a new graph (a new prompt, target or supernodes) clears the intervention on the old one and its feature id:
+    # an old result under a new graph, or Ablate applying the old graph's id to the new one, says what is not shown
+    ui.circuits_out[0].change(lambda: ("", gr.update(value=None, visible=False)), None,
+                              [ui.circuit_node, ui.circuit_result], queue=False, api_visibility="private")
     inputs = [ui.prompt, ui.circuit_target, ui.circuit_node, ui.circuit_scale, ui.projector]
     intervene = limited(bind(circuits.intervention_view), "circuit_intervene")
     ui.circuit_button.click(in_place(intervene, [ui.circuit_result]), inputs, ui.circuit_result,
@@ -239,7 +243,7 @@ def wire_links(ui):
     state = list(DEFAULTS)                          # the controls below, in this order
     controls = [ui.current, ui.prompt, ui.layer, ui.head, ui.mode, ui.query, ui.temperature, ui.top_k, ui.top_p,
                 ui.seed, ui.max_new, ui.source, ui.beam, ui.snapshot, ui.projector, ui.model, ui.feature,
-                ui.steer_feature, ui.steer_alpha, ui.circuit_target, ui.supernodes]
+                ui.steer_feature, ui.steer_alpha, ui.circuit_target, ui.supernodes, ui.ablate]
     ui.make_link = lambda *values: links.build(dict(zip(state, values)))
     ui.link_button.click(ui.make_link, controls, ui.link, api_name="link").then(
         lambda: gr.Textbox(visible=True), None, ui.link, api_visibility="private").then(
@@ -251,6 +255,8 @@ def wire_links(ui):
         """Deep link: the URL query sets the tab and every control it names (its renderer settles a number past
         the range, and says so: toyviz.settings.links)."""
         s = links.parse(request.query_params if request else {})
+        heads = {value for _, value in ui.ablate.choices}      # the loaded GPT's: another's would fail every event
+        s["ablate"] = [head for head in s["ablate"] if head in heads]
         return [gr.Tabs(selected=s["tab"])] + [s[key] for key in state]
 
     ui.restore, ui.link_controls = restore, controls

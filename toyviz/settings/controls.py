@@ -33,6 +33,7 @@ DEFAULTS = {
     "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False, "model": "gpt",
     "feature": -1, "steer_feature": -1, "steer_alpha": 0.0,
     "circuit_target": "", "supernodes": "",       # the Circuits tab's target (blank: the top prediction), its groups
+    "ablate": [],             # the Attention tab's heads switched off, "layer.head" (a shared list: never mutated)
 }
 CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
 # None = up to the loaded model (its layers, heads, context, snapshots): the caller passes that bound

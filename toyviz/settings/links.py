@@ -11,15 +11,19 @@ hand-edited one, opens on a working view that says why it is not quite what the 
 from __future__ import annotations
 
 import math
+import re
 from urllib.parse import urlencode
 
 from toyviz.settings.controls import CHOICES, DEFAULTS
 
 MAX_TEXT = 2000                                            # a link is no way to send a novel
+HEAD = re.compile(r"\d{1,3}\.\d{1,3}")                      # a head as the switches name it: layer.head
 
 
 def _convert(key: str, raw: str):
     default = DEFAULTS[key]
+    if isinstance(default, list):                          # heads switched off: "1.2,3.0", each once, in order
+        return list(dict.fromkeys(part for part in (p.strip() for p in raw.split(",")) if HEAD.fullmatch(part)))
     if isinstance(default, bool):
         return raw.lower() in ("1", "true", "yes", "on")
     if isinstance(default, (int, float)):
@@ -48,6 +52,8 @@ def parse(query) -> dict:
 
 def build(state: dict) -> str:
     """A view state → "?tab=…&…", listing only what differs from the defaults (short links)."""
-    changed = {k: (int(v) if isinstance(v, bool) else v[:MAX_TEXT] if isinstance(v, str) else v)
-               for k, v in state.items() if k in DEFAULTS and v != DEFAULTS[k] or k == "tab"}
+    written = lambda v: (int(v) if isinstance(v, bool) else v[:MAX_TEXT] if isinstance(v, str)
+                         else ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v)
+    changed = {k: written(v) for k, v in state.items()
+               if k in DEFAULTS and (list(v) if isinstance(v, tuple) else v) != DEFAULTS[k] or k == "tab"}
     return "?" + urlencode(changed)
