@@ -3,8 +3,15 @@
     import toyviz
     gpt = toyviz.load("gpt")
     trace = gpt.trace("To be, or not to be")
-    features = toyviz.load_features(gpt)   # its sparse-autoencoder features (python -m toyviz.features)
+    features = toyviz.load_features(gpt)   # its sparse-autoencoder features (toyviz features)
 """
+import os
+
+# read once, when torch loads MKL (toyviz.api loads torch below): no MKL buffers kept per thread, which a server's
+# many threads would each keep (toyviz.serving.memory.mkl_keeps_thread_buffers). Here, because the installed
+# `toyviz serve` imports this package before any of its own modules; set it to 0 beforehand to keep MKL's default
+os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
+
 from toyviz.api import GPT, Step, Translation, Translator, load, resolve_device
 from toyviz.errors import PromptError, UserError
 from toyviz.models.checkpoint import CheckpointError

@@ -9,12 +9,9 @@ toyviz.errors.run_command says; a fault keeps its traceback.
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 
-# read once, when torch loads MKL: no buffers kept per worker thread (toyviz.serving.memory.mkl_keeps_thread_buffers)
-os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
 
 
 @dataclass(frozen=True)

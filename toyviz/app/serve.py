@@ -14,8 +14,6 @@ import os
 import threading
 import time
 
-# read once, when torch loads MKL: no buffers kept per worker thread (toyviz.serving.memory.mkl_keeps_thread_buffers)
-os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 EPILOG = """\

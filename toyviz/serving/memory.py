@@ -112,7 +112,7 @@ def glibc():
 def mkl_keeps_thread_buffers() -> bool | None:
     """Whether MKL, torch's matrix library on x86, keeps its buffers for every thread that used it (its
     fast memory manager: ~8 MB a thread that traced, never given back while the thread lives); None
-    where torch has no MKL. Off only when MKL_DISABLE_FAST_MM=1 was set before torch loaded (app.py)."""
+    where torch has no MKL. Off only when MKL_DISABLE_FAST_MM=1 was set before torch loaded (importing toyviz sets it)."""
     try:
         lib = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
         return lib.mkl_serv_get_fast_mm_status() == 0

@@ -70,7 +70,7 @@ def prepare_server() -> list[str]:
     summarise_events_rarely()
     share_default_configs()
     keep_connections_open()
-    return ["MKL keeps buffers for every worker thread (torch was loaded before app.py set "
+    return ["MKL keeps buffers for every worker thread (torch was loaded before toyviz set "
             "MKL_DISABLE_FAST_MM=1): memory grows with the threads that answer"] if mkl_keeps_thread_buffers() else []
 
 
