@@ -1,5 +1,6 @@
 """Issue 46 in Chromium: the shipped lesson *Watch it learn* starts its live run as its first step is shown, keeps the
-run's figures and status covered while the class predicts, refuses a Reveal while the run is on its plateau, and
+run's figures and status covered while the class predicts, refuses a Reveal while the run is on its plateau (a line
+in the bar, never an error state on its components: issue 55), and
 reveals the run's own answer once the induction head has formed. Screenshots: screenshots/lesson-watch-*.png
 (normal, and projector mode at 1280×720)."""
 import time
@@ -24,6 +25,15 @@ def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser): 
         run = runs.current()
         assert run is not None and run.recipe == "induction" and run.seed == 0
         screen(page, "lesson-watch-training")
+        # Reveal on the plateau (issue 55): the reason is a line in the bar; nothing on the bar, its buttons or the
+        # Lessons picker turns into Gradio's red "Error", and Reveal stays there to press again
+        page.locator("#lesson-reveal").click()
+        expect()(page.locator("#lesson-bar .lesson-said")).to_contain_text("no head has formed yet", timeout=WAIT)
+        page.wait_for_timeout(500)
+        assert page.locator("#lesson-panel .error, #header .error, #lesson-panel .wrap.default:has(.error)").count() == 0
+        expect()(page.locator("#lesson-reveal")).to_be_enabled()
+        assert page.evaluate(COVERED, "watch-loss-plot"), "a refused Reveal uncovered the figures"
+        screen(page, "lesson-watch-refused")
         deadline = time.monotonic() + 300
         while live.crossing_step(runs.current(), live.BORN_AT) is None:
             if runs.current().records and not runs.current().running:

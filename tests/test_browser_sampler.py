@@ -115,6 +115,9 @@ def test_an_empty_prompt_is_refused_in_place_with_the_servers_message(browser, u
         served.close()
     page.locator("#prompt textarea").fill("ROMEO:")          # the next prompt draws again
     page.wait_for_function(f"() => ({TITLE})().startsWith('Next token')")
+    # at the bars' own height (issue 55: they kept the 240-px message's, 15 bars squashed, until Explore)
+    height = page.evaluate("() => document.querySelector('#bars-plot .js-plotly-plot')._fullLayout.height")
+    assert height > 400, height
 
 
 LONG = "Now is the winter of our discontent made glorious summer by this sun of York. " * 25   # a link holds it

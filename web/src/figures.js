@@ -34,7 +34,10 @@ const g = (x) => String(Number(Number(x).toPrecision(6)));
 export function barsTemplate(plot) {
   const data = plot?.data;
   if (!data || data.length !== 2 || data.some((trace) => trace.type !== "bar")) return null;
-  return structuredClone({ traces: data.map(({ x, y, ...style }) => style), layout: plot.layout });
+  // its height as drawn too: Gradio's figure leaves it to autosize, which after a refusal's 240-px message would
+  // keep the message's height for the next bars (issue 55: 15 bars squashed into 240 px until Explore)
+  const height = plot.layout.height ?? plot._fullLayout?.height;
+  return structuredClone({ traces: data.map(({ x, y, ...style }) => style), layout: { ...plot.layout, height } });
 }
 
 // The candidates the model weighed at one step: the BARS most likely under a plain softmax, and `drawn` (the
