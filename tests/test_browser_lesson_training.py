@@ -33,6 +33,7 @@ def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser): 
         assert page.locator("#lesson-panel .error, #header .error, #lesson-panel .wrap.default:has(.error)").count() == 0
         expect()(page.locator("#lesson-reveal")).to_be_enabled()
         assert page.evaluate(COVERED, "watch-loss-plot"), "a refused Reveal uncovered the figures"
+        page.evaluate("scrollTo(0, 0)")
         screen(page, "lesson-watch-refused")
         deadline = time.monotonic() + 300
         while live.crossing_step(runs.current(), live.BORN_AT) is None:
