@@ -1,4 +1,4 @@
-"""The container's limits (toyviz.serving.container) read from fake cgroup files, and the app's default worker
+"""The container's limits (toyviz.machine) read from fake cgroup files, and the app's default worker
 count (toyviz.app.compute.default_workers) following them: a 2-vCPU, 16 GB Space on a 32-core host starts 2
 workers, not 32."""
 import os
@@ -6,7 +6,7 @@ import os
 import pytest
 
 from toyviz.app.compute import SERVER_BYTES, WORKER_BYTES, default_workers
-from toyviz.serving.container import Container, container
+from toyviz.machine import Container, container
 
 GB = 2 ** 30
 V1_NO_LIMIT = "9223372036854771712"         # what cgroup v1 writes where memory has no limit

@@ -31,6 +31,12 @@ class LoggedFault(Exception):
     the log's id, is the one the user is told."""
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, incomplete or unreadable; the message says what to do. Here, not beside the loader
+    (toyviz.models.checkpoint, which raises it under that name too), so that the Hugging Face converter it calls
+    (toyviz.models.hub) can raise it without importing its caller."""
+
+
 PromptError = UserError     # its name before issue 42; toyviz.PromptError stays importable
 
 

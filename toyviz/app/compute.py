@@ -15,7 +15,7 @@ from toyviz.app.figures import as_sent
 from toyviz.app.tabs import TABS
 from toyviz.app.views.export import export_page
 from toyviz.errors import UserError
-from toyviz.serving.container import CGROUP, container
+from toyviz.machine import CGROUP, container
 from toyviz.serving.memory import MB
 from toyviz.serving.workers import Workers
 

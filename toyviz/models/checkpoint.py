@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from toyviz.errors import CheckpointError  # noqa: F401  (raised here; importable from here as before)
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.tokenizer import Tokenizer
 from toyviz.models.translator import ToyTranslator
@@ -49,10 +50,6 @@ SHIPPED = ("gpt", "translator")
 HUB_SKIPPED = ["*.h5", "*.msgpack", "*.onnx", "onnx/*", "*.tflite", "*.ot", "*.gguf", "coreml/*", "*.bin", "*.pth"]
 # tokenizer files ("stem") each kind of checkpoint carries
 TOKENIZER_STEMS = {"gpt": ("tokenizer",), "translator": ("source", "target")}
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint is missing, incomplete or unreadable; the message says what to do."""
 
 
 def _fix(name_or_path: str) -> str:

@@ -30,8 +30,8 @@ from typing import Callable
 
 import torch
 
-from toyviz.errors import UserError
-from toyviz.models.checkpoint import CheckpointError
+from toyviz.errors import CheckpointError, UserError
+from toyviz.machine import available_memory
 from toyviz.models.config import GPTConfig
 
 CONFIG, TOKENIZER = "config.json", "tokenizer.json"
@@ -305,22 +305,10 @@ def check_memory(config: GPTConfig, folder: Path) -> None:
     from toyviz.models.size import count_parameters
     need = 4 * count_parameters(config)["total"] + sum(f.stat().st_size for f in folder.glob("*")
                                                        if f.suffix in (".safetensors", ".bin"))
-    free = available_memory()
+    free = available_memory()                   # toyviz.machine: the container's limit counts
     if free is not None and need > free:
         raise HubError(f"{folder.name} needs about {need / 2**30:.1f} GiB to open (float32 weights and the stored "
                        f"copy beside them), and this machine has {free / 2**30:.1f} GiB free")
-
-
-def available_memory() -> int | None:
-    """Bytes free now: the kernel's MemAvailable, or less under the container's own limit; None if unknown."""
-    try:
-        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-        free = int(info["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return None
-    from toyviz.serving.container import container
-    limit = container().memory
-    return min(free, limit) if limit else free
 
 
 def open_folder(folder: Path):

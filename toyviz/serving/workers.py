@@ -49,7 +49,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from toyviz.errors import LoggedFault, UserError, fault
-from toyviz.serving.container import container
+from toyviz.machine import container
 
 THREADS_PER_WORKER = 64      # requests a worker computes at once: the app's concurrency limits bound them first
 START_TIMEOUT_S = 300.0      # loading the models and drawing every tab once, on a slow machine

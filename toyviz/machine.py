@@ -84,3 +84,14 @@ def read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:                            # absent (another cgroup version, no cgroup file system)
         return None
+
+
+def available_memory() -> int | None:
+    """Bytes free now: the kernel's MemAvailable, or less under the container's own limit; None if unknown."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        free = int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+    limit = container().memory
+    return min(free, limit) if limit else free
