@@ -16,6 +16,7 @@ from toyviz.models.hooks import replace
 from toyviz.api import GPT
 from toyviz.errors import UserError
 from toyviz.models.gpt import ToyGPT
+from toyviz.models.layers import Pass
 
 from conftest import tiny_gpt_config
 
@@ -168,7 +169,7 @@ def test_saliency_matches_a_plain_autograd_gradient(tiny_gpt):
     emb = (m.tok_emb.weight[ids] * m.embed_scale).detach().requires_grad_(True)
     x = (emb + m.positional(torch.arange(len(ids), device=emb.device)))[None]
     for i, block in enumerate(m.blocks):
-        x = block(x, index=i, causal=True)
+        x = block(x, index=i, run=Pass(causal=True))
     logit = m.head(m.ln_f(x))[0, -1, s.token]
     grad, = torch.autograd.grad(logit, emb)
     torch.testing.assert_close(s.grad_x_input, (grad * emb).sum(-1).detach(), rtol=1e-4, atol=1e-5)

@@ -5,7 +5,7 @@ import torch
 
 from toyviz.models import names
 from toyviz.models.hooks import Record, ablation, chain
-from toyviz.models.layers import MultiHeadAttention, apply_rope, rope_angles, rotation, sinusoidal_encoding
+from toyviz.models.layers import MultiHeadAttention, Pass, apply_rope, rope_angles, rotation, sinusoidal_encoding
 
 
 @pytest.mark.parametrize("pos,i", [(0, 0), (1, 0), (7, 3), (50, 10), (127, 31)])
@@ -33,8 +33,8 @@ def _attention(causal, key_keep=None, T=6, ablate=None):
     attn = MultiHeadAttention(32, 4).eval()
     x = torch.randn(2, T, 32)
     record, edits = Record(), ablation({names.attn(0): ablate} if ablate else None)
-    traced = attn(x, causal=causal, key_keep=key_keep, hooks=chain(edits, record), name=names.attn(0))
-    fused = attn(x, causal=causal, key_keep=key_keep, hooks=edits, name=names.attn(0))
+    traced = attn(x, Pass(chain(edits, record), causal, key_keep), names.attn(0))
+    fused = attn(x, Pass(edits, causal, key_keep), names.attn(0))
     return {name.point: value[0] for name, value in record.values.items()}, traced, fused
 
 

@@ -17,7 +17,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from toyviz.models import names
 from toyviz.models.config import GPTConfig
 from toyviz.models.hooks import Record, ablation, at, chain, named, steering
-from toyviz.models.layers import Block, KVCache, dropped, make_norm, rope_angles, rotation, sinusoidal_encoding
+from toyviz.models.layers import Block, KVCache, Pass, dropped, make_norm, rope_angles, rotation, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
 from toyviz.models.trace import PerHead, Pieces, Recorded, Trace, numbered
 
@@ -125,8 +125,9 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         causal = self.config.causal if causal is None else causal
         hooks = named(hooks)
         x, rope = self.embed(idx, cache.length if cache is not None else 0, hooks)
+        run = Pass(hooks, causal, rope=rope, cache=cache)                # what every block reads
         for i, block in enumerate(self.blocks):
-            x = block(x, index=i, causal=causal, rope=rope, cache=cache, hooks=hooks)
+            x = block(x, index=i, run=run)
         x = at(hooks, names.FINAL, x)
         h = at(hooks, names.LN_F, self.ln_f(at(hooks, names.norm_input(names.LN_F), x)))
         logits = self.head(h)                                            # (B, T, V)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from toyviz.models import names
-from toyviz.models.hooks import at, wants
+from toyviz.models.hooks import Hooks, at, wants
 
 ENCODING_VARIANTS = ("correct", "no_d_model_scaling", "cos_overwrites_sin")
 
@@ -146,10 +147,26 @@ def causal_bias(Tq: int, Tk: int, device: torch.device, dtype: torch.dtype) -> t
                                                                            float("-inf"))[None, None]
 
 
+@dataclass(frozen=True)
+class Pass:
+    """What every layer of one forward pass reads besides its input, the same for all of them (the model
+    makes one a pass; a layer's own name says which hooks and which cache entry are its)."""
+    hooks: Hooks | None = None              # {point: function} reading or editing the pass (toyviz.models.hooks)
+    causal: bool = False                    # each position sees itself and the positions before it
+    keep: torch.Tensor | None = None        # (B, T) False at padding: keys no query may read
+    rope: torch.Tensor | None = None        # the positions' `rotation` (T or B·T, 1, hs/2, 2), or None
+    cache: KVCache | None = None            # the keys and values of the positions before these
+    memory: torch.Tensor | None = None      # (B, S, C) a decoder's: the encoder output cross-attention reads
+    memory_keep: torch.Tensor | None = None  # (B, S) False at the memory's padding
+
+
+PLAIN = Pass()
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with Q, K, V and output projections (q, k, v, o: the checkpoint's names).
 
-    Self-attention when `memory` is None, cross-attention over `memory` otherwise. Self-attention outside
+    Self-attention, or (cross=True) a decoder's cross-attention over the pass's memory. Self-attention outside
     training reads q, k and v with one matmul, their weights stacked once (`stacked`, as nanoGPT's c_attn;
     the checkpoint keeps them apart), and RoPE turns q and k together. Without hooks on its inner points it
     runs the fused `F.scaled_dot_product_attention` (its causal kernel when the mask is the plain triangle);
@@ -157,9 +174,10 @@ class MultiHeadAttention(nn.Module):
     softmax → @V) so each can be read or edited.
     """
 
-    def __init__(self, d_model: int, n_head: int, bias: bool = True, dropout: float = 0.0, n_kv_head: int = 0):
+    def __init__(self, d_model: int, n_head: int, bias: bool = True, dropout: float = 0.0, n_kv_head: int = 0,
+                 cross: bool = False):
         super().__init__()
-        self.n_head, self.d_head = n_head, d_model // n_head
+        self.n_head, self.d_head, self.is_cross = n_head, d_model // n_head, cross
         self.n_kv_head = n_kv_head or n_head     # fewer: grouped-query attention (Llama-family models)
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.k = nn.Linear(d_model, self.n_kv_head * self.d_head, bias=bias)
@@ -211,59 +229,67 @@ class MultiHeadAttention(nn.Module):
                 q, k, v = qkv.split((nh, nkv, nkv), dim=2)
         return q.transpose(1, 2), self._group(k.transpose(1, 2)), self._group(v.transpose(1, 2))
 
-    def forward(self, x, memory=None, *, causal=False, key_keep=None, rope=None,
-                cache: KVCache | None = None, layer: int = 0, hooks=None, name: str | None = None):
-        """x: (B, Tq, C); memory: (B, Tk, C) or None; key_keep: (B, Tk) bool, False = padding;
-        rope: the `rotation` of the query positions (keys get theirs when first computed);
-        hooks at the points of `name` ("block1.attn.q", … ".pattern", ".heads": toyviz.models.names)."""
+    def forward(self, x, run: Pass = PLAIN, name: names.Name | None = None):
+        """x (B, Tq, C) → (B, Tq, C). `name` ("block1.attn") names its hook points (".q", … ".pattern",
+        ".heads": toyviz.models.names) and, by its layer, its entry in run.cache."""
         B, Tq, C = x.shape
-        if memory is None:
-            q, k, v = self.project(x, rope)                              # (B, nh, Tq, hs) each
+        layer, cache = name.layer if name is not None else 0, run.cache
+        if self.is_cross:                                                # keys: the memory's, computed once
+            q, (k, v), causal, keep = self._heads(self.q(x)), self._memory_kv(run.memory, cache, layer), False, \
+                run.memory_keep
+        else:
+            q, k, v = self.project(x, run.rope)                          # (B, nh, Tq, hs) each
+            causal, keep = run.causal, run.keep
             if cache is not None:
                 k, v = cache.extend(layer, k, v)                         # (B, nh, Tk, hs)
                 padding = cache.keep(layer)                              # rows of unequal length: (B, Tk)
-                key_keep = padding if key_keep is None or padding is None else key_keep & padding
-        else:
-            q = self._heads(self.q(x))
-            if cache is not None and layer in cache.memory:
-                k, v = cache.memory[layer]                               # the memory's, computed once
-            else:
-                k, v = self._group(self._heads(self.k(memory))), self._group(self._heads(self.v(memory)))
-                if cache is not None:
-                    cache.memory[layer] = (k, v)
-        Tk = k.shape[2]
-        if wants(hooks, *(names.part(name, p) for p in ("q", "k", "v", "scores", "pattern"))):
-            y = self._explicit(q, k, v, causal, key_keep, hooks, name)
-        elif causal and Tq == Tk and Tq > 1 and key_keep is None:
-            # the plain triangle: SDPA's fused causal kernel (an explicit mask keeps it off that kernel)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                               dropout_p=self.dropout if self.training else 0.0)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=self._allowed(causal, key_keep, Tq, Tk, x.device),
-                                               dropout_p=self.dropout if self.training else 0.0)
-        if hooks:
-            y = at(hooks, names.heads(name), y)                          # (B, nh, Tq, hs)
+                keep = padding if keep is None or padding is None else keep & padding
+        y = self.attend(q, k, v, causal, keep, run.hooks, name)          # (B, nh, Tq, hs)
         y = y.transpose(1, 2).reshape(y.shape[0], Tq, C)                # re-assemble heads (a hook may batch them)
         return self.o(y)
 
+    def _memory_kv(self, memory, cache: KVCache | None, layer: int):
+        """Cross-attention's k, v (B, nh, S, hs) of the encoder's memory (B, S, C), kept in the cache."""
+        if cache is not None and layer in cache.memory:
+            return cache.memory[layer]
+        kv = self._group(self._heads(self.k(memory))), self._group(self._heads(self.v(memory)))
+        if cache is not None:
+            cache.memory[layer] = kv
+        return kv
+
+    def attend(self, q, k, v, causal: bool, keep, hooks, name):
+        """softmax(q·kᵀ/√hs, masked) @ v: (B, nh, Tq, hs), k and v (B, nh, Tk, hs) → (B, nh, Tq, hs), each
+        head's output (the point ".heads"). SDPA unless a hook wants a point only the explicit path computes."""
+        Tq, Tk = q.shape[2], k.shape[2]
+        dropout = self.dropout if self.training else 0.0
+        if wants(hooks, *(names.part(name, p) for p in ("q", "k", "v", "scores", "pattern"))):
+            y = self._explicit(q, k, v, causal, keep, hooks, name)
+        elif causal and Tq == Tk and Tq > 1 and keep is None:
+            # the plain triangle: SDPA's fused causal kernel (an explicit mask keeps it off that kernel)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=self._allowed(causal, keep, Tq, Tk, q.device),
+                                               dropout_p=dropout)
+        return at(hooks, names.heads(name), y) if hooks else y
+
     @staticmethod
-    def _allowed(causal, key_keep, Tq: int, Tk: int, device):
+    def _allowed(causal, keep, Tq: int, Tk: int, device):
         """(B or 1, 1, Tq, Tk) bool: which keys each query may see, or None for all."""
         allowed = causal_allowed(Tq, Tk, device) if causal and Tq > 1 else None
-        if key_keep is not None:
-            keep = key_keep[:, None, None, :]
-            allowed = keep if allowed is None else allowed & keep
+        if keep is not None:
+            keys = keep[:, None, None, :]
+            allowed = keys if allowed is None else allowed & keys
         return allowed
 
-    def _explicit(self, q, k, v, causal, key_keep, hooks, name):
+    def _explicit(self, q, k, v, causal, keep, hooks, name):
         """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
         q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
         scores = at(hooks, names.part(name, "scores"), self._scores(q, k))       # (B, nh, Tq, Tk)
         Tq, Tk = scores.shape[-2:]
-        if causal and key_keep is None and Tq > 1 and not torch.compiler.is_compiling():
+        if causal and keep is None and Tq > 1 and not torch.compiler.is_compiling():
             masked = scores + causal_bias(Tq, Tk, scores.device, scores.dtype)     # the plain triangle: one add
         else:
-            allowed = self._allowed(causal, key_keep, Tq, Tk, scores.device)
+            allowed = self._allowed(causal, keep, Tq, Tk, scores.device)
             masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
         probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
         return probs @ v                                                 # (B, nh, Tq, hs)
@@ -327,29 +353,27 @@ class Block(nn.Module):
         self.ln1 = make()
         self.attn = MultiHeadAttention(d_model, n_head, bias, dropout, n_kv_head)
         self.ln_cross = make() if cross else None
-        self.cross = MultiHeadAttention(d_model, n_head, bias, dropout) if cross else None
+        self.cross = MultiHeadAttention(d_model, n_head, bias, dropout, cross=True) if cross else None
         self.ln2 = make()
         self.mlp = FeedForward(d_model, d_ff, feed_forward, bias, dropout)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x, *, index: int, causal=False, key_keep=None, memory=None, memory_keep=None,
-                rope=None, cache=None, hooks=None):
-        """x (B, T, C) → (B, T, C): the stream entering block `index` → the stream leaving it."""
-        attn_name, cross_name, mlp_name = names.attn(index), names.cross(index), names.mlp(index)
+    def forward(self, x, *, index: int, run: Pass = PLAIN):
+        """x (B, T, C) → (B, T, C): the stream entering block `index` → the stream leaving it (x alone is
+        positional: a torch forward pre-hook may replace it)."""
+        hooks, attn_name, mlp_name = run.hooks, names.attn(index), names.mlp(index)
         x = at(hooks, names.resid_pre(index), x)
-        attn = lambda h: self.attn(h, causal=causal, key_keep=key_keep, rope=rope, cache=cache, layer=index,
-                                   hooks=hooks, name=attn_name)
+        attn = lambda h: self.attn(h, run, attn_name)
+        mlp = lambda h: self.mlp(h, hooks, mlp_name)
         if self.parallel:                # both read x: their writes add to it together
-            mlp = lambda h: self.mlp(h, hooks, mlp_name)
             attn_write = self._branch(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), hooks)
             x = x + attn_write + self._branch(x, mlp, self.ln2, mlp_name, names.norm(index, "ln2"), hooks)
             return at(hooks, names.resid_post(index), x)
         x = self._sublayer(x, attn, self.ln1, attn_name, names.norm(index, "ln1"), hooks)
         if self.cross is not None:
-            cross = lambda h: self.cross(h, memory, key_keep=memory_keep, cache=cache, layer=index, hooks=hooks,
-                                         name=cross_name)
+            cross_name = names.cross(index)
+            cross = lambda h: self.cross(h, run, cross_name)
             x = self._sublayer(x, cross, self.ln_cross, cross_name, names.norm(index, "ln_cross"), hooks)
-        mlp = lambda h: self.mlp(h, hooks, mlp_name)
         x = self._sublayer(x, mlp, self.ln2, mlp_name, names.norm(index, "ln2"), hooks)
         return at(hooks, names.resid_post(index), x)
 

@@ -16,7 +16,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from toyviz.models import names
 from toyviz.models.config import TranslatorConfig
 from toyviz.models.hooks import Record, at, scope
-from toyviz.models.layers import Block, KVCache, dropped, sinusoidal_encoding
+from toyviz.models.layers import Block, KVCache, Pass, dropped, sinusoidal_encoding
 from toyviz.models.trace import Pieces, Recorded, TranslatorTrace, numbered
 
 
@@ -81,8 +81,9 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         names.ENCODER before them ("enc.block0.attn.pattern")."""
         hooks = scope(hooks, names.ENCODER)
         x = self._embed(self.src_emb, src, 0, hooks)
+        run = Pass(hooks, keep=src_keep)                                 # padding masked
         for i, block in enumerate(self.encoder):
-            x = block(x, index=i, key_keep=src_keep, hooks=hooks)
+            x = block(x, index=i, run=run)
         return self._final_norm(x, self.enc_norm, hooks)
 
     def decode(self, tgt, memory, src_keep, hooks=None, cache: KVCache | None = None):
@@ -90,8 +91,9 @@ class ToyTranslator(nn.Module, PyTorchModelHubMixin, library_name="toyviz", lice
         Hook points are named with names.DECODER before them ("dec.block1.cross.pattern")."""
         hooks = scope(hooks, names.DECODER)
         x = self._embed(self.tgt_emb, tgt, cache.length if cache is not None else 0, hooks)
+        run = Pass(hooks, causal=True, cache=cache, memory=memory, memory_keep=src_keep)
         for i, block in enumerate(self.decoder):
-            x = block(x, index=i, causal=True, memory=memory, memory_keep=src_keep, cache=cache, hooks=hooks)
+            x = block(x, index=i, run=run)
         return self.out(self._final_norm(x, self.dec_norm, hooks))
 
     @staticmethod

@@ -40,7 +40,7 @@ from toyviz.models import names
 from toyviz.models.config import GPTConfig
 from toyviz.models.gpt import ToyGPT
 from toyviz.models.hooks import at
-from toyviz.models.layers import MultiHeadAttention
+from toyviz.models.layers import MultiHeadAttention, Pass
 
 NICE = 10                   # the run yields the cores to the app's serving processes
 STOP_WAIT_S = 1.0           # Stop waits this long for the run to end itself, then ends its process
@@ -147,7 +147,7 @@ class AttentionOnly(nn.Module):
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1]))        # (B, T, C)
         for i, (norm, attn) in enumerate(zip(self.norms, self.attns)):
             x = at(hooks, names.resid_pre(i), x)
-            x = x + at(hooks, names.attn(i), attn(norm(x), causal=True, hooks=hooks, name=names.attn(i)))
+            x = x + at(hooks, names.attn(i), attn(norm(x), Pass(hooks, causal=True), names.attn(i)))
         return self.head(self.ln_f(x))
 
 
