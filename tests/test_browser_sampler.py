@@ -262,9 +262,14 @@ def test_a_generated_token_shows_its_candidates_and_branches_into_a_tree_all_in_
         assert "tv-branched" in page.locator(f"#generated .token-prob[data-step='{step}']").get_attribute("class")
         shoot(page, "sampler-branch")
         # back through the tree: the run, then the branch again, each with its own text
+        page.locator("#tv-branches .tv-attention").scroll_into_view_if_needed()       # drawn once on screen
+        expect()(page.locator("#tv-branches .tv-attention .gtitle")).to_contain_text("as it drew token", timeout=WAIT)
         tree.nth(0).click()
         expect()(page.locator("#generated .prose")).to_have_text(text)
         assert tree.nth(0).get_attribute("aria-current") == "true"
+        # the attention follows what is on screen: the run's prompt, not the branch's token (issue 55)
+        expect()(page.locator("#tv-branches .tv-attention .gtitle")).to_contain_text("Where the prompt's last token",
+                                                                                   timeout=WAIT)
         tree.nth(1).click()
         expect()(page.locator("#generated .prose")).to_have_text(branched)
         # from the run, the same candidate again: the branch it made, not a second one

@@ -38,6 +38,8 @@ const CSS = `
 #tv-branches .tv-tree .tv-token { font-family: monospace; font-weight: 600; }
 `;
 
+// the attention's title over the prompt's last token (the sampler's first drawing of it, and a run shown again)
+export const ATTEND_PROMPT = "Where the prompt's last token looks, every head: the bars above are its output";
 const PREVIEW = 12;          // tokens of a run's text a tree entry shows
 
 export class Branches {
@@ -105,7 +107,19 @@ export class Branches {
     this.sampler.showText(node.spans);
     this.drawTree();
     if (node.parent) this.pick(node.at);
-    else this.candidates.hidden = true;
+    else this.attendPrompt();
+  }
+
+  // the run itself shown again: its candidates hidden, and the attention back to the prompt's last token, as when
+  // the run started (issue 55: it kept naming the branch's token, "as it drew token 5 (ness)", beside a run that
+  // drew another there); a pick's attention still on its way is not drawn over it
+  async attendPrompt() {
+    this.candidates.hidden = true;
+    this.picked = null;
+    const ids = this.prompt.slice(-this.sampler.model.config.context);
+    const ticket = (this.looking = (this.looking ?? 0) + 1);
+    const out = await this.sampler.model.forward(ids);
+    if (ticket === this.looking) this.attend(ids, out, ATTEND_PROMPT);
   }
 
   // the text on screen was written again (a run going on): its marks with it
