@@ -357,6 +357,26 @@ def test_a_loop_guessing_codes_or_stuffing_votes_is_throttled(lectures, monkeypa
     assert lectures.tally(code, 0) == {" be": 5}
 
 
+def test_the_throttles_count_each_visitor_behind_a_trusted_proxy(lectures, monkeypatch):
+    """On a Space every phone reaches the server through its proxy: counted by the peer's address, one script's
+    guesses would spend every phone's joins. Behind TOYVIZ_TRUSTED_PROXIES=1 each visitor is the address the proxy
+    appended; with no proxy trusted, a forged X-Forwarded-For changes nothing."""
+    monkeypatch.setattr(routes, "JOINS", (3, 0.01))
+    app = fastapi.FastAPI()
+    routes.attach(app, lectures)
+    client = TestClient(app)
+
+    def guesses(forwarded: str) -> list[int]:
+        return [client.get(f"/class/AAAAA{c}/now", headers={"X-Forwarded-For": forwarded}).status_code
+                for c in "BCDE"]
+    monkeypatch.setenv("TOYVIZ_TRUSTED_PROXIES", "1")
+    assert guesses("203.0.113.9") == [404] * 3 + [429]                     # the script, refused
+    assert guesses("198.51.100.4") == [404] * 3 + [429]                    # a student behind the same proxy: their own
+    monkeypatch.setenv("TOYVIZ_TRUSTED_PROXIES", "0")
+    assert guesses("192.0.2.1") == [404] * 3 + [429]                       # the peer's own bucket
+    assert guesses("192.0.2.2") == [429] * 4                               # forging the header does not refill it
+
+
 def test_a_throttle_lets_a_burst_through_then_refills():
     throttle = Throttle(burst=3, per_second=2)
     assert [throttle.wait("a", now=0) for _ in range(4)] == [0, 0, 0, 0.5]

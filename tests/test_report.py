@@ -254,3 +254,20 @@ def test_the_presenters_screen_ends_the_lecture_and_hands_over_its_report(tmp_pa
     row, listed, keys = handlers["listed"].fn(secret)
     assert row.visible and len(listed.choices) == 1 and keys == secret
     assert handlers["listed"].fn("") == (gr.skip(),) * 3
+
+
+def test_one_address_ending_lectures_in_a_loop_keeps_only_its_own_newest(tmp_path, monkeypatch):
+    """A script starting and ending lectures from one address pushes out its own reports, never a class's from
+    another address (issue 51's hostile visitor meets the reports kept)."""
+    monkeypatch.setattr(store, "REPORTS_PER_ADDRESS", 2)
+    lectures = Lectures(tmp_path / "lectures.sqlite3")
+    _, lecturer = lectures.start("sampling", 8)
+    lectures.vote(lectures.driven(lecturer).code, "phone-0001", " be")
+    report.end(lectures, lecturer, "10.0.0.7")
+    loop = []
+    for _ in range(5):
+        _, secret = lectures.start("sampling", 8)
+        loop.append(secret)
+        report.end(lectures, secret, "203.0.113.9")
+    assert [r.phones for r in lectures.reports([lecturer])] == [1]           # the class's report stays
+    assert len(lectures.reports(loop)) == 2 and lectures.reports(loop[:3]) == []    # the loop's newest two alone

@@ -14,6 +14,7 @@ import gradio as gr
 from toyviz.app import presenter
 from toyviz.app.widgets import friendly
 from toyviz.classroom import report
+from toyviz.serving.limits import visitor
 
 # every presenter's key this browser keeps, one string: the past lectures it may list
 READ_KEYS = (f"(keys) => Object.keys(localStorage).filter((k) => k.startsWith('{presenter.STORED}'))"
@@ -68,11 +69,11 @@ def wire(ui, demo: gr.Blocks, lessons):
             return gr.skip(), gr.skip(), gr.skip()
         return gr.Row(visible=bool(lessons.lectures.reports(split))), past(lessons, split), keys
 
-    def ended(lecture: dict, keys: str):
+    def ended(lecture: dict, keys: str, request: gr.Request = None):
         secret = lecture.get("secret")
         if not secret:
             return [gr.skip()] * 8
-        report_id = report.end(lessons.lectures, secret)
+        report_id = report.end(lessons.lectures, secret, visitor(request)[1])   # its address: reports kept per address
         keys = sorted(set((keys or "").split()) | {secret})
         return [ended_bar(lessons, report_id, keys), gr.Row(visible=False), gr.Timer(active=False), {},
                 {"root": lecture.get("root", "/")}, " ".join(keys), gr.Button(visible=False), report_id]

@@ -242,15 +242,15 @@ def lesson_now(report: Report) -> Lesson | None:
         return None
 
 
-def end(lectures: Lectures, secret: str) -> int:
-    """The presenter's End lecture: the lecture kept as a report (its id), then deleted."""
+def end(lectures: Lectures, secret: str, address: str = "?") -> int:
+    """The presenter's End lecture, from `address`: the lecture kept as a report (its id), then deleted."""
     from toyviz.lessons.library import lesson_of
     lecture = lectures.driven(secret)
     try:
         kept = contents(lesson_of(lecture.lesson))
     except (OSError, LessonError):            # the file moved or broke: the votes are kept all the same
         kept = {}
-    return lectures.end(secret, kept)
+    return lectures.end(secret, kept, address)
 
 
 def made(lectures: Lectures, report_id: int, secrets) -> tuple[Report, list[Row], str] | None:

@@ -30,6 +30,7 @@ from toyviz.classroom.store import LONGEST_CHOICE, Lecture, Lectures, normal
 from toyviz.classroom.throttle import Throttle
 from toyviz.lessons.format import LessonError
 from toyviz.lessons.library import lesson_of
+from toyviz.serving.proxy import client_address, trusted_hops
 
 # the page's typed answer holds what a vote may hold (its maxlength and counter), said once, here and in the store
 PAGE = Path(__file__).with_name("phone.html").read_text(encoding="utf-8").replace("__LONGEST_CHOICE__", str(LONGEST_CHOICE))
@@ -65,8 +66,10 @@ def attach(app: fastapi.FastAPI, lectures: Lectures, reveal: Callable[[str], Lec
 
 
 def client(request: Request) -> str:
-    """Whom the throttles count: the address the server sees (behind a proxy, what the proxy forwarded)."""
-    return request.client.host if request.client else "?"
+    """Whom the throttles count: the visitor's address as the trusted proxies report it (toyviz.serving.proxy). The
+    peer's alone would be the Space's proxy for every phone in the world: one script's votes would spend them all."""
+    return client_address(request.headers.get("x-forwarded-for"), request.client.host if request.client else None,
+                          trusted_hops())
 
 
 def refused(throttle: Throttle, request: Request) -> Response | None:

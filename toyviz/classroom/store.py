@@ -15,8 +15,10 @@ Nothing personal is kept: a vote is (lecture, step, a random id the phone made u
 The presenter's End lecture (`end`) keeps what a report needs and deletes the lecture: per step, what the caller
 says the step was (its content and hash, toyviz.classroom.report makes it from the lesson), how long it was shown,
 the model's answer and the class's tally; the date, the lesson, the number of phones that voted. Reports are read
-with the presenter's secret alone (the lecturer's browser keeps it), the newest REPORTS_KEPT of them; on a public
-Space (SPACE_ID set) none longer than SPACE_REPORT_DAYS.
+with the presenter's secret alone (the lecturer's browser keeps it), the newest REPORTS_KEPT of them and of those
+the newest REPORTS_PER_ADDRESS ended from any one address (the presenter's, as the trusted proxies report it), so
+that one visitor ending lectures in a loop cannot push out a class's; on a public Space (SPACE_ID set) none longer
+than SPACE_REPORT_DAYS.
 
 Gradio answers on many threads: each thread has its own connection, the file is in WAL mode (readers never wait
 for a writer, so 100 phones polling do not queue behind a vote), and every change is one transaction.
@@ -48,6 +50,8 @@ LECTURE_HOURS = 3                                # a lecture keeps its code at l
 VOTES_PER_STEP = 2000                            # a step's ballot box is full past this: a flood cannot fill the disk
 LONGEST_CHOICE = 40                              # a typed answer is a token or a number, not an essay
 REPORTS_KEPT = 200                               # ended lectures' reports kept, newest first
+REPORTS_PER_ADDRESS = 20                         # of them, at most this many ended from one address: a script
+                                                 # starting and ending lectures in a loop pushes out its own
 SPACE_REPORT_DAYS = 30                           # a public Space keeps a report this long at most
 
 SCHEMA = """
@@ -66,7 +70,7 @@ CREATE TABLE IF NOT EXISTS shown (           -- how long each step was on the sc
     PRIMARY KEY (code, step));
 CREATE TABLE IF NOT EXISTS reports (         -- an ended lecture, read with its presenter's secret
     id INTEGER PRIMARY KEY AUTOINCREMENT, secret_hash TEXT NOT NULL, code TEXT NOT NULL, lesson TEXT NOT NULL,
-    started REAL NOT NULL, ended REAL NOT NULL, phones INTEGER NOT NULL);
+    started REAL NOT NULL, ended REAL NOT NULL, phones INTEGER NOT NULL, address TEXT NOT NULL DEFAULT '?');
 CREATE INDEX IF NOT EXISTS reports_by_secret ON reports (secret_hash);
 CREATE TABLE IF NOT EXISTS report_steps (    -- content: the step as the caller described it (JSON, its hash inside)
     report INTEGER NOT NULL, step INTEGER NOT NULL, content TEXT NOT NULL, seconds REAL NOT NULL,
@@ -278,10 +282,11 @@ class Lectures:
 
     # ------------------------------------------------------------ ending, and the reports kept ---
 
-    def end(self, secret: str, contents: dict[int, dict]) -> int:
+    def end(self, secret: str, contents: dict[int, dict], address: str = "?") -> int:
         """The presenter's End lecture → its report's id. Keeps each step's content (`contents`: step → what the
         caller says it was, JSON-able), time on screen, answer and tally; then deletes the lecture, its votes and
-        answers (its code stops working), and the reports past REPORTS_KEPT or past their days on a Space."""
+        answers (its code stops working), and the reports past REPORTS_KEPT, past REPORTS_PER_ADDRESS of the
+        presenter's `address`, or past their days on a Space."""
         lecture, now = self.driven(secret), time.time()
         code = lecture.code
         with self.db() as db:
@@ -290,9 +295,9 @@ class Lectures:
                      db.execute("SELECT step, first, seconds FROM shown WHERE code = ?", (code,))}
             phones = db.execute("SELECT COUNT(DISTINCT device) FROM votes WHERE code = ?", (code,)).fetchone()[0]
             started = min((first for first, _ in shown.values()), default=lecture.changed)
-            report = db.execute("INSERT INTO reports (secret_hash, code, lesson, started, ended, phones) "
-                                "VALUES (?, ?, ?, ?, ?, ?)", (digest(secret), code, lecture.lesson, started, now,
-                                                              phones)).lastrowid
+            report = db.execute("INSERT INTO reports (secret_hash, code, lesson, started, ended, phones, address) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?)", (digest(secret), code, lecture.lesson, started, now,
+                                                                 phones, address)).lastrowid
             for step in range(lecture.steps):
                 answered = db.execute("SELECT value, detail, choice FROM answers WHERE code = ? AND step = ?",
                                       (code, step)).fetchone()
@@ -302,13 +307,15 @@ class Lectures:
                             json.dumps(self.tally(code, step), ensure_ascii=False)))
             for table in ("lectures", "votes", "answers", "shown"):
                 db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
-            self.prune(db, now)
+            self.prune(db, now, address)
         return report
 
     @staticmethod
-    def prune(db: sqlite3.Connection, now: float) -> None:
+    def prune(db: sqlite3.Connection, now: float, address: str) -> None:
         days = report_days()
         oldest = now - days * 86400 if days else -1.0
+        db.execute("DELETE FROM reports WHERE address = ? AND id NOT IN (SELECT id FROM reports WHERE address = ? "
+                   "ORDER BY ended DESC, id DESC LIMIT ?)", (address, address, REPORTS_PER_ADDRESS))
         db.execute("DELETE FROM reports WHERE ended < ? OR id NOT IN "
                    "(SELECT id FROM reports ORDER BY ended DESC, id DESC LIMIT ?)", (oldest, REPORTS_KEPT))
         db.execute("DELETE FROM report_steps WHERE report NOT IN (SELECT id FROM reports)")
