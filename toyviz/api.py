@@ -74,7 +74,7 @@ class GPT:
     def __init__(self, model, tokenizer, source: str = ""):
         self.model, self.tokenizer, self.source = model, tokenizer, source
         self.config = model.config
-        # a Hugging Face model's tokenizer says its own first token (toyviz.models.hub.HubTokenizer.bos)
+        # a Hugging Face model's tokenizer says its own first token (toyviz.models.hub_tokenizer.HubTokenizer.bos)
         self.bos = getattr(tokenizer, "bos", None)
         self.bos = tokenizer.special(BOS_GPT) if self.bos is None else self.bos
         self._streams, self._streams_lock = None, threading.Lock()

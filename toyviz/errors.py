@@ -37,6 +37,11 @@ class CheckpointError(RuntimeError):
     (toyviz.models.hub) can raise it without importing its caller."""
 
 
+class HubError(CheckpointError, UserError):
+    """A Hugging Face folder toyviz cannot open (an architecture it has no table for, a file missing): one line,
+    a CheckpointError as any unusable checkpoint is (the app's tabs say it), and the user's to correct."""
+
+
 PromptError = UserError     # its name before issue 42; toyviz.PromptError stays importable
 
 
