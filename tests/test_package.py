@@ -137,7 +137,7 @@ def test_an_installed_wheel_finds_checkpoints_where_it_says(wheel, tmp_path):
     done = _python(LOAD.format("gpt"), outside, PYTHONPATH=str(site))
     assert done.returncode != 0
     message = done.stderr.strip().splitlines()[-1]
-    assert message.startswith("toyviz.models.checkpoint.CheckpointError")
+    assert message.startswith("toyviz.errors.CheckpointError")
     for said in (str(site / "checkpoints"), str(outside / "checkpoints"), "TOYVIZ_CHECKPOINTS",
                  "python -m toyviz.train gpt"):
         assert said in message, (said, message)

@@ -52,7 +52,8 @@ class GPTConfig:
         if self.rotary_dims == 0:
             self.rotary_dims = self.d_head
         if self.positional == "rope" and (self.rotary_dims % 2 or self.rotary_dims > self.d_head):
-            raise ValueError(f"rope needs an even number of rotary dims, at most the head's {self.d_head}")
+            raise ValueError(f"rope needs an even head size (d_model / n_head = {self.d_head}), and rotary dims "
+                             f"(here {self.rotary_dims}) even and at most the head size")
         if self.parallel and self.norm != "pre":
             raise ValueError("a parallel block is pre-norm")
         if self.d_ff == 0:
