@@ -6,8 +6,9 @@ explanation under its figures. This script does what a style sheet cannot:
 - each figure is sized to the screen it is on: as Gradio hands a figure to plotly (`Plotly.react`), a figure taller
   than the room below its top on the first screen is drawn that tall (the first figure of a tab fills the rest of
   the first screen), one further down at most a screen's height: zoomed, its text and margins with its height (down
-  to SMALLEST of the projector's text, a laptop's size), never below SQUEEZE of its own height. Its layout is changed
-  before the one drawing, so nothing is drawn twice; the server's figure (its export, its download) keeps its own
+  to SMALLEST of the projector's text, a laptop's size; its markers with its height), never below SQUEEZE of its own
+  height. Its layout is changed before the one drawing, so nothing is drawn twice; the server's figure (its export,
+  its download) keeps its own
   height;
 - the tab on screen is scrolled into the tab row's view (a link to the Model tab shows its tab);
 - "⋯" in the header shows the tools the one line leaves out (Copy link, Export HTML, Lessons).
@@ -42,29 +43,38 @@ if (!window.toyvizProjector) {
         return Math.max(LEAST, Math.floor(below >= FLOOR * screen ? below : screen - 24));
     };
     // every text size and margin of a figure (and of its template and traces) times k: the figure zoomed, its
-    // subplot titles and gaps kept in proportion (a figure laid out for its height keeps its look)
+    // subplot titles and gaps kept in proportion (a figure laid out for its height keeps its look); its markers
+    // times the height's own ratio `m`, so points that stood apart still do (the Circuits graph's nodes, squeezed
+    // at their size, covered each other: a hover found the wrong one)
     const FONTS = /font$/i;
-    const shrink = (node, k, depth) => {
+    const scaled = (size, r) => Array.isArray(size) ? size.map((s) => typeof s === 'number' ? s * r : s)
+        : typeof size === 'number' ? size * r : size;
+    const shrink = (node, k, m, depth) => {
         if (!node || typeof node !== 'object' || depth > 8) return;
-        if (Array.isArray(node)) { node.forEach((item) => shrink(item, k, depth + 1)); return; }
+        if (Array.isArray(node)) { node.forEach((item) => shrink(item, k, m, depth + 1)); return; }
         for (const [key, value] of Object.entries(node)) {
             if (FONTS.test(key) && value && typeof value === 'object' && typeof value.size === 'number')
                 value.size = Math.round(value.size * k * 10) / 10;
+            else if (key === 'marker' && value && typeof value === 'object' && 'size' in value)
+                value.size = scaled(value.size, m);
             if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && key !== 'z' && key !== 'x'
-                && key !== 'y' && key !== 'customdata' && key !== 'text') shrink(value, k, depth + 1);
+                && key !== 'y' && key !== 'customdata' && key !== 'text') shrink(value, k, m, depth + 1);
         }
     };
     const fit = (gd, data, layout) => {
         if (!document.body.classList.contains('projector') || !layout || !(layout.height > 0)) return;
         if (!gd.closest || !gd.closest('[id$="-plot"]')) return;
+        // the attribution graph is pointed at, node by node: squeezed, a layer's nodes at one position covered
+        // each other and a hover found the wrong one (its width, not its height, sets how far apart they stand)
+        if (gd.closest('#circuit-graph-plot')) return;
         const height = layout.height, target = Math.max(room(gd), Math.round(SQUEEZE * height));
         if (height <= target) return;
         const k = Math.max(SMALLEST, target / height);
         layout.height = target;
         if (layout.margin) for (const side of ['l', 'r', 't', 'b'])
             if (typeof layout.margin[side] === 'number') layout.margin[side] = Math.round(layout.margin[side] * k);
-        shrink(layout, k, 0);
-        shrink(data, k, 0);
+        shrink(layout, k, target / height, 0);
+        shrink(data, k, target / height, 0);
     };
     const patch = (plotly) => {
         if (!plotly || plotly.toyvizFits || typeof plotly.react !== 'function') return plotly;
