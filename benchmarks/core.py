@@ -50,18 +50,24 @@ def median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def interleaved_medians(fns: dict, repeats: int) -> dict:
-    """Median seconds of each function, their runs interleaved so that a machine busy with other work
-    slows them alike (the ratios hold where the absolute times do not)."""
-    for fn in fns.values():
-        fn()                                               # warm-up
+def interleaved(fns: dict, repeats: int, warm_ups: int = 1) -> dict[str, list[float]]:
+    """Seconds of each function's runs, interleaved round by round (after `warm_ups` rounds), so that a machine
+    busy with other work slows them alike (the ratios hold where the absolute times do not)."""
+    for _ in range(warm_ups):
+        for fn in fns.values():
+            fn()
     times = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
+
+
+def interleaved_medians(fns: dict, repeats: int) -> dict:
+    """Median seconds of each function, their runs interleaved (`interleaved`)."""
+    return {name: statistics.median(t) for name, t in interleaved(fns, repeats).items()}
 
 
 def main(argv=None):

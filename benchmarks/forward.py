@@ -19,9 +19,7 @@ Targets (issue 54): plain ≤ 1.05×, traced ≤ 1.2× on 2 threads.
 """
 import argparse
 import json
-import math
 import statistics
-import time
 from pathlib import Path
 
 import torch
@@ -30,6 +28,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 import toyviz
+from benchmarks.core import interleaved
 from toyviz.models.checkpoint import resolve
 from toyviz.models import names
 from toyviz.serving.memory import settle_allocator
@@ -133,20 +132,6 @@ def load_reference(folder: Path) -> Reference:
 
 # ---------------------------------------------------------------- timing ------
 
-def interleaved(fns: dict, repeats: int) -> dict[str, list[float]]:
-    """Seconds of each function's runs, interleaved round by round (after two warm-up rounds)."""
-    for _ in range(2):
-        for fn in fns.values():
-            fn()
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return times
-
-
 def pattern_hooks(n_layer: int) -> dict:
     """Hooks that keep every layer's attention pattern (the cheapest look inside: the Attention tab's)."""
     kept = {}
@@ -176,7 +161,7 @@ def main(argv=None):
         diff = float((ref(idx) - model(idx)[0]).abs().max())
         times = interleaved({"reference": lambda: ref(idx), "plain": lambda: model(idx),
                              "traced": lambda: model.trace(ids), "pattern": lambda: model(idx, hooks=hooks)},
-                            repeats)
+                            repeats, warm_ups=2)
     med = {name: statistics.median(t) for name, t in times.items()}
     # the ratio of each round's pair, then its median: steadier than a ratio of medians on a shared machine
     ratio = {name: statistics.median(a / b for a, b in zip(times[name], times["reference"]))
