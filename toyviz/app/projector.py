@@ -5,11 +5,11 @@ explanation under its figures. This script does what a style sheet cannot:
 
 - each figure is sized to the screen it is on: as Gradio hands a figure to plotly (`Plotly.react`), a figure taller
   than the room below its top on the first screen is drawn that tall (the first figure of a tab fills the rest of
-  the first screen), one further down at most a screen's height: zoomed, its text and margins with its height (down
-  to SMALLEST of the projector's text, a laptop's size; its markers with its height), never below SQUEEZE of its own
-  height. Its layout is changed before the one drawing, so nothing is drawn twice; the server's figure (its export,
-  its download) keeps its own
-  height;
+  the first screen), one further down at most a screen's height: zoomed, its text, margins and markers in proportion
+  with its height, never below SMALLEST of it (its text then a laptop's size, or larger). Zoomed alike, no two of its
+  texts meet that did not (tests/test_browser_truth; text shrunk less than the height made tick labels run into the
+  subplot titles of Inside a head and the row names of Layer norm). Its layout is changed before the one drawing, so
+  nothing is drawn twice; the server's figure (its export, its download) keeps its own height;
 - the tab on screen is scrolled into the tab row's view (a link to the Model tab shows its tab);
 - "⋯" in the header shows the tools the one line leaves out (Copy link, Export HTML, Lessons).
 
@@ -19,9 +19,7 @@ from __future__ import annotations
 
 FLOOR = 0.5           # a figure whose top is further down than half the screen gets a whole screen when scrolled to
 LEAST = 300           # px: no figure is squeezed below this
-SQUEEZE = 0.45        # nor below this share of its own height: a figure with more rows than a screen holds (the Layer
-                      # norm tab's four maps of nine norms) would become a smear; the tall ones have a projector layout
-SMALLEST = 0.6        # a squeezed figure's text at least this share of its projector size (1.7×): a laptop's, or larger
+SMALLEST = 0.6        # nor below this share of its own height: its text then at least a laptop's (projector text is 1.7×)
 
 MORE = ('<button type="button" class="tv-more" title="Copy link, Export HTML, Lessons" '
         'aria-label="More: copy link, export, lessons" aria-expanded="false">⋯</button>')
@@ -35,30 +33,28 @@ element.addEventListener('click', (event) => {
 });
 if (!window.toyvizProjector) {
     window.toyvizProjector = true;
-    const FLOOR = %(floor)s, LEAST = %(least)s, SMALLEST = %(smallest)s, SQUEEZE = %(squeeze)s;
+    const FLOOR = %(floor)s, LEAST = %(least)s, SMALLEST = %(smallest)s;
     // the room for a figure about to be drawn: below its top on the first screen, or one screen
     const room = (gd) => {
         const top = gd.getBoundingClientRect().top + window.scrollY, screen = window.innerHeight;
         const below = screen - top - 12;
         return Math.max(LEAST, Math.floor(below >= FLOOR * screen ? below : screen - 24));
     };
-    // every text size and margin of a figure (and of its template and traces) times k: the figure zoomed, its
-    // subplot titles and gaps kept in proportion (a figure laid out for its height keeps its look); its markers
-    // times the height's own ratio `m`, so points that stood apart still do (the Circuits graph's nodes, squeezed
-    // at their size, covered each other: a hover found the wrong one)
+    // every text size and marker size of a figure (and of its template and traces) times k, its height's ratio:
+    // the figure zoomed, its titles, gaps and points in proportion (a figure laid out for its height keeps its look)
     const FONTS = /font$/i;
     const scaled = (size, r) => Array.isArray(size) ? size.map((s) => typeof s === 'number' ? s * r : s)
         : typeof size === 'number' ? size * r : size;
-    const shrink = (node, k, m, depth) => {
+    const shrink = (node, k, depth) => {
         if (!node || typeof node !== 'object' || depth > 8) return;
-        if (Array.isArray(node)) { node.forEach((item) => shrink(item, k, m, depth + 1)); return; }
+        if (Array.isArray(node)) { node.forEach((item) => shrink(item, k, depth + 1)); return; }
         for (const [key, value] of Object.entries(node)) {
             if (FONTS.test(key) && value && typeof value === 'object' && typeof value.size === 'number')
                 value.size = Math.round(value.size * k * 10) / 10;
             else if (key === 'marker' && value && typeof value === 'object' && 'size' in value)
-                value.size = scaled(value.size, m);
+                value.size = scaled(value.size, k);
             if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && key !== 'z' && key !== 'x'
-                && key !== 'y' && key !== 'customdata' && key !== 'text') shrink(value, k, m, depth + 1);
+                && key !== 'y' && key !== 'customdata' && key !== 'text') shrink(value, k, depth + 1);
         }
     };
     const fit = (gd, data, layout) => {
@@ -67,14 +63,14 @@ if (!window.toyvizProjector) {
         // the attribution graph is pointed at, node by node: squeezed, a layer's nodes at one position covered
         // each other and a hover found the wrong one (its width, not its height, sets how far apart they stand)
         if (gd.closest('#circuit-graph-plot')) return;
-        const height = layout.height, target = Math.max(room(gd), Math.round(SQUEEZE * height));
+        const height = layout.height, target = Math.max(room(gd), Math.round(SMALLEST * height));
         if (height <= target) return;
-        const k = Math.max(SMALLEST, target / height);
+        const k = target / height;
         layout.height = target;
         if (layout.margin) for (const side of ['l', 'r', 't', 'b'])
             if (typeof layout.margin[side] === 'number') layout.margin[side] = Math.round(layout.margin[side] * k);
-        shrink(layout, k, target / height, 0);
-        shrink(data, k, target / height, 0);
+        shrink(layout, k, 0);
+        shrink(data, k, 0);
     };
     const patch = (plotly) => {
         if (!plotly || plotly.toyvizFits || typeof plotly.react !== 'function') return plotly;
@@ -112,4 +108,4 @@ if (!window.toyvizProjector) {
     };
     follow();
 }
-""" % {"floor": FLOOR, "least": LEAST, "smallest": SMALLEST, "squeeze": SQUEEZE}
+""" % {"floor": FLOOR, "least": LEAST, "smallest": SMALLEST}
