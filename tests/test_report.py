@@ -243,14 +243,14 @@ def test_the_presenters_screen_ends_the_lecture_and_hands_over_its_report(tmp_pa
     bar, keys, kept = answer[0], answer[5], answer[7]
     assert f"Lecture {code} has ended" in bar and "1 phones voted on 7 questions" in bar and keys == secret
     assert lectures.now(code) is None
-    handed = handlers["handed"].fn(kept, keys)
+    handed = handlers["handed"].fn(None, kept, keys)     # None: no request (limited)
     assert len(handed) == len(handlers["handed"].outputs)
     files, pick = handed[2], handed[3]
     paths = lambda update: [str(f.get("path") if isinstance(f, dict) else f) for f in update.value or []]
     assert [f.rsplit(".", 1)[1] for f in paths(files)] == ["html", "csv"] and files.visible
     assert pick.choices == [(report.label(lectures.report(kept, [secret])), kept)] and pick.value == kept
-    assert paths(handlers["picked"].fn(kept, "", {"secret": secret}))[1].endswith(".csv")
-    assert paths(handlers["picked"].fn(kept, "someone-else", {})) == []
+    assert paths(handlers["picked"].fn(None, kept, "", {"secret": secret}))[1].endswith(".csv")
+    assert paths(handlers["picked"].fn(None, kept, "someone-else", {})) == []
     row, listed, keys = handlers["listed"].fn(secret)
     assert row.visible and len(listed.choices) == 1 and keys == secret
     assert handlers["listed"].fn("") == (gr.skip(),) * 3

@@ -14,7 +14,7 @@ import gradio as gr
 from toyviz.app import presenter
 from toyviz.app.widgets import friendly
 from toyviz.classroom import report
-from toyviz.serving.limits import visitor
+from toyviz.serving.limits import limited, visitor
 
 # every presenter's key this browser keeps, one string: the past lectures it may list
 READ_KEYS = (f"(keys) => Object.keys(localStorage).filter((k) => k.startsWith('{presenter.STORED}'))"
@@ -101,7 +101,7 @@ def wire(ui, demo: gr.Blocks, lessons):
         [ui.lesson_bar, ui.lesson_buttons, ui.lesson_tick, ui.lecture_info, ui.lecture, ui.report_keys, ui.lesson_end_yes,
          ui.report_id], api_visibility="private").then(
         None, ui.lecture_info, None, js=presenter.KEEP_SECRET).then(None, js=FORGET_LECTURE).then(
-        friendly(handed), [ui.report_id, ui.report_keys], [ui.lesson_bar, ui.report_row, ui.report_files, ui.past_pick],
+        friendly(limited(handed, "export")), [ui.report_id, ui.report_keys], [ui.lesson_bar, ui.report_row, ui.report_files, ui.past_pick],
         api_visibility="private")
-    ui.past_pick.input(friendly(picked), [ui.past_pick, ui.report_keys, ui.lecture], ui.report_files,
+    ui.past_pick.input(friendly(limited(picked, "export")), [ui.past_pick, ui.report_keys, ui.lecture], ui.report_files,
                        api_visibility="private")
