@@ -112,6 +112,40 @@ def test_a_full_ballot_box_refuses(lectures, monkeypatch):
     assert [lectures.vote(code, f"phone-{i}", "a") for i in range(5)] == [True, True, True, False, False]
 
 
+def test_a_script_starting_lectures_in_a_loop_ends_its_own_never_a_classs(lectures, monkeypatch):
+    """Issue 51's hostile visitor meets lecture starts: one address keeps LECTURES_PER_ADDRESS live (the one left
+    longest unmoved ends, with its votes), a class's lecture from another address is untouched, and past
+    LECTURES_LIVE in all a start is refused with the reason."""
+    monkeypatch.setattr(store, "LECTURES_PER_ADDRESS", 3)
+    class_code, class_secret = lectures.start("sampling", 4, "10.0.0.7")
+    lectures.vote(class_code, "phone-a", " be")
+    loop = [lectures.start("sampling", 4, "203.0.113.9") for _ in range(6)]
+    lectures.vote(loop[-1][0], "phone-b", " be")
+    assert [lectures.now(code) is not None for code, _ in loop] == [False, False, False, True, True, True]
+    assert lectures.driven(class_secret).code == class_code and lectures.tally(class_code, 0) == {" be": 1}
+    assert lectures.db().execute("SELECT COUNT(*) FROM votes").fetchone()[0] == 2     # the ended ones' went too
+    lectures.move(loop[3][1], 1)                  # a lecture in use is moved: the next start ends another
+    lectures.start("sampling", 4, "203.0.113.9")
+    assert lectures.now(loop[3][0]) is not None and lectures.now(loop[4][0]) is None
+    monkeypatch.setattr(store, "LECTURES_LIVE", 4)          # the class and the loop's 3
+    with pytest.raises(store.UserError, match="running 4 lectures today"):
+        lectures.start("sampling", 4, "198.51.100.2")
+
+
+def test_a_lectures_file_from_before_addresses_were_kept_still_opens(tmp_path):
+    import sqlite3
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:               # the lectures table as stops before 58 wrote it
+        db.execute("CREATE TABLE lectures (code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL UNIQUE, lesson TEXT "
+                   "NOT NULL, step INTEGER NOT NULL, steps INTEGER NOT NULL, revealed INTEGER NOT NULL, expires "
+                   "TEXT NOT NULL, version INTEGER NOT NULL, changed REAL NOT NULL)")
+        db.execute("INSERT INTO lectures VALUES ('ABCDEF', 'x', 'sampling', 1, 4, 0, '2999-01-01', 3, 0)")
+    lectures = Lectures(path)
+    assert lectures.now("abc def").step == 1
+    code, _ = lectures.start("sampling", 2, "10.0.0.7")
+    assert lectures.now(code).step == 0
+
+
 def test_votes_from_many_threads_at_once_count_once_each(lectures):
     code, _ = lectures.start("sampling", 2)
     results = []

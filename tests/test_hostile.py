@@ -129,6 +129,19 @@ def test_behind_a_trusted_proxy_a_visitor_is_the_address_it_reports(monkeypatch)
     assert limits.visitor(Request("a", peer="10.9.9.9", forwarded_for="203.0.113.7"))[1] == "10.9.9.9"
 
 
+def test_a_page_starting_lectures_in_a_loop_is_refused_in_the_lesson_bar():
+    """The Lessons picker and a ?lesson= link start a lecture each: a visitor may start 3 a minute, and the refusal
+    is a message (the lesson bar shows it: toyviz.app.lecture.said), not a fault."""
+    from toyviz.app import lecture
+    from toyviz.serving import limits
+    limits.ALLOWANCES["lecture"].used.clear()
+    assert [lecture.starts(Request("lecturer", peer="10.0.0.8")) for _ in range(3)] == ["10.0.0.8"] * 3
+    with pytest.raises(gr.Error) as refused:
+        lecture.starts(Request("lecturer", peer="10.0.0.8"))
+    assert lecture.said(refused.value).startswith("You have started 3 lectures in the last minute")
+    assert lecture.starts(Request("a colleague", peer="10.0.0.8")) == "10.0.0.8"      # another person, same room
+
+
 @pytest.mark.parametrize("action, args, cost", [
     ("generate", ("p", 0.8, 50, 0.95, -10 ** 9), 1), ("generate", ("p", 0.8, 50, 0.95, 10 ** 6), 256),
     ("generate", ("p", 0.8, 50, 0.95, float("nan")), 80), ("generate", ("p", 0.8, 50, 0.95, "many"), 80),

@@ -10,6 +10,7 @@ from toyviz.app import presenter
 from toyviz.app.presenter import Presenter
 from toyviz.app.widgets import TOGGLE_PROJECTOR, friendly
 from toyviz.errors import UserError
+from toyviz.serving import limits
 from toyviz.settings import links
 from toyviz.settings.controls import DEFAULTS
 
@@ -43,6 +44,17 @@ def lecture_answers(ui, lessons: Presenter):
     return show, failed
 
 
+def starts(request: gr.Request | None) -> str:
+    """The address a new lecture starts from, once its visitor may start one more (the "lecture" allowance of
+    toyviz.serving.limits: a ?lesson= link reloaded in a loop starts no more lectures than the picker would)."""
+    return limits.charge("lecture", request)
+
+
+def said(err: Exception) -> str:
+    """An error's message for the lesson bar: a refusal's (gr.Error) or a user's mistake's."""
+    return err.message if isinstance(err, gr.Error) else str(err)
+
+
 def wire(ui, demo: gr.Blocks, lessons: Presenter):
     """The page's load and a lecture (toyviz.app.presenter): the address opens a deep link or a lecture, the
     Lessons picker a lecture; Prev / Next (← → space) set each step's view as its deep link would, keeping the
@@ -54,18 +66,19 @@ def wire(ui, demo: gr.Blocks, lessons: Presenter):
     def opened(stored: str, root: str, request: gr.Request):
         query = dict(request.query_params) if request else {}
         try:
-            shown = lessons.open(query, stored)
-        except UserError as err:                    # a lesson with a mistake, a stale presenter link
-            return ui.restore(request) + failed(str(err), {"root": root})
+            address = starts(request) if query.get("lesson") else limits.visitor(request)[1]
+            shown = lessons.open(query, stored, address)
+        except (UserError, gr.Error) as err:        # a lesson with a mistake, a stale presenter link, a start too many
+            return ui.restore(request) + failed(said(err), {"root": root})
         if shown is None:
             return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}] + [gr.skip()] * 3
         return show(shown, root, links.parse(query)["projector"] if "projector" in query else None)
 
-    def picked(name: str, lecture: dict, projector: bool):
+    def picked(name: str, lecture: dict, projector: bool, request: gr.Request):
         try:
-            return show(lessons.start(name), lecture.get("root", "/"), projector)
-        except UserError as err:
-            return [gr.skip()] * (len(shows) - len(bar)) + failed(str(err), lecture)
+            return show(lessons.start(name, starts(request)), lecture.get("root", "/"), projector)
+        except (UserError, gr.Error) as err:
+            return [gr.skip()] * (len(shows) - len(bar)) + failed(said(err), lecture)
 
     def refused(why: str, lecture: dict) -> list:
         """A presenter's action refused (a Reveal before the run's head formed): the reason a line in the bar, the

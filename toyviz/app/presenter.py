@@ -131,15 +131,15 @@ class Presenter:
             self.given = Lectures()
         return self.given
 
-    def start(self, name: str) -> Shown:
+    def start(self, name: str, address: str = "?") -> Shown:
         """A new lecture of an available lesson (library.available: "sampling", or one of the lecturer's own),
-        checked against the loaded models."""
+        checked against the loaded models, started from `address` (the store keeps few per address)."""
         found = library.available()
         if name not in found:
             raise UserError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
         explorer = self.explorer
         lesson = check(library.lesson_of(name), explorer.need_gpt(), explorer.translator, explorer.features)
-        _, secret = self.lectures.start(name, len(lesson.steps))
+        _, secret = self.lectures.start(name, len(lesson.steps), address)
         return trained(self.shown(secret))
 
     def shown(self, secret: str) -> Shown:
@@ -149,12 +149,12 @@ class Presenter:
                             "open the lesson again")
         return Shown(lecture, library.lesson_of(lecture.lesson), secret)
 
-    def open(self, query: dict, stored: str = "") -> Shown | None:
+    def open(self, query: dict, stored: str = "", address: str = "?") -> Shown | None:
         """The lecture a page's address opens: ?lesson=NAME a new one, ?present=SECRET that one, ?lecture=CODE the
         one this browser's stored secret drives; None for a plain page. A lesson or link that does not work
         raises a UserError (a LessonError too) with the reason."""
         if query.get("lesson"):
-            return self.start(query["lesson"])
+            return self.start(query["lesson"], address)
         if query.get("present"):
             return self.shown(query["present"])
         if query.get("lecture"):

@@ -10,6 +10,8 @@ same votes. Two keys open a lecture (reveal.js multiplex's idea, the W3C TAG's c
   file on disk cannot drive a lecture.
 A lecture expires at the end of the day (UTC) on which it is three hours old, so that an evening class does not
 lose its code at midnight UTC; expired lectures, their votes and answers are deleted when the next one starts.
+A start is bounded too: at most LECTURES_PER_ADDRESS live from one address (the one left longest unmoved ends
+first) and LECTURES_LIVE in all, so a script starting lectures in a loop fills neither the disk nor the codes.
 Nothing personal is kept: a vote is (lecture, step, a random id the phone made up, the choice).
 
 The presenter's End lecture (`end`) keeps what a report needs and deletes the lecture: per step, what the caller
@@ -53,12 +55,17 @@ REPORTS_KEPT = 200                               # ended lectures' reports kept,
 REPORTS_PER_ADDRESS = 20                         # of them, at most this many ended from one address: a script
                                                  # starting and ending lectures in a loop pushes out its own
 SPACE_REPORT_DAYS = 30                           # a public Space keeps a report this long at most
+LECTURES_PER_ADDRESS = 50                        # live lectures started from one address: the next ends the one
+                                                 # left longest unmoved, so a script starting lectures in a loop
+                                                 # ends its own, and a school behind one router still has 50
+LECTURES_LIVE = 10_000                           # live lectures in all: past it a start is refused (a loop would
+                                                 # need 200 addresses); they expire by the day's end
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lectures (
     code TEXT PRIMARY KEY, secret_hash TEXT NOT NULL UNIQUE, lesson TEXT NOT NULL, step INTEGER NOT NULL,
     steps INTEGER NOT NULL, revealed INTEGER NOT NULL, expires TEXT NOT NULL, version INTEGER NOT NULL,
-    changed REAL NOT NULL);
+    changed REAL NOT NULL, address TEXT NOT NULL DEFAULT '?');
 CREATE TABLE IF NOT EXISTS votes (
     code TEXT NOT NULL, step INTEGER NOT NULL, device TEXT NOT NULL, choice TEXT NOT NULL,
     PRIMARY KEY (code, step, device));
@@ -158,6 +165,9 @@ class Lectures:
         with self.db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            for table in ("lectures", "reports"):        # a file written before lectures and reports kept an address
+                if "address" not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN address TEXT NOT NULL DEFAULT '?'")
 
     def db(self) -> sqlite3.Connection:
         """This thread's connection; `with` it for one transaction."""
@@ -201,27 +211,38 @@ class Lectures:
 
     # ------------------------------------------------------------ changing ---
 
-    def start(self, lesson: str, steps: int) -> tuple[str, str]:
-        """A new lecture on step 0 → (join code, presenter's secret). The secret is not kept: lose it, start again."""
+    def start(self, lesson: str, steps: int, address: str = "?") -> tuple[str, str]:
+        """A new lecture on step 0 → (join code, presenter's secret), started from `address` (the presenter's, as
+        the trusted proxies report it). The secret is not kept: lose it, start again."""
         if steps < 1:
             raise ValueError("a lecture needs at least one step")
         secret, now = secrets.token_urlsafe(24), time.time()
         expires = (utc_now() + dt.timedelta(hours=LECTURE_HOURS)).date().isoformat()
         with self.db() as db:
-            for table in ("votes", "answers", "shown"):
-                db.execute(f"DELETE FROM {table} WHERE code IN (SELECT code FROM lectures WHERE expires < ?)",
-                           (today(),))
-            db.execute("DELETE FROM lectures WHERE expires < ?", (today(),))
+            self.forget(db, "SELECT code FROM lectures WHERE expires < ?", (today(),))
+            self.forget(db, "SELECT code FROM lectures WHERE address = ? AND code NOT IN (SELECT code FROM lectures "
+                            "WHERE address = ? ORDER BY changed DESC LIMIT ?)",
+                        (address, address, LECTURES_PER_ADDRESS - 1))
+            if db.execute("SELECT COUNT(*) FROM lectures").fetchone()[0] >= LECTURES_LIVE:
+                raise UserError(f"this server is running {LECTURES_LIVE:,} lectures today, the most it keeps: "
+                                "a new one can start once today's have ended (codes last the day)")
             while True:                                  # a clash among the day's codes: draw again
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
                 try:
-                    db.execute(f"INSERT INTO lectures ({COLUMNS}, secret_hash) VALUES (?, ?, 0, ?, 0, ?, 1, ?, ?)",
-                               (code, str(lesson), steps, expires, now, digest(secret)))
+                    db.execute(f"INSERT INTO lectures ({COLUMNS}, secret_hash, address) "
+                               "VALUES (?, ?, 0, ?, 0, ?, 1, ?, ?, ?)",
+                               (code, str(lesson), steps, expires, now, digest(secret), address))
                     db.execute("DELETE FROM shown WHERE code = ?", (code,))      # a code of an ended day's
                     db.execute("INSERT INTO shown VALUES (?, 0, ?, 0, ?)", (code, now, now))
                     return code, secret
                 except sqlite3.IntegrityError:
                     continue
+
+    @staticmethod
+    def forget(db: sqlite3.Connection, codes: str, args: tuple) -> None:
+        """The lectures the query `codes` selects deleted, with their votes, answers and times shown."""
+        for table in ("votes", "answers", "shown", "lectures"):
+            db.execute(f"DELETE FROM {table} WHERE code IN ({codes})", args)
 
     def driven(self, secret: str) -> Lecture:
         lecture = self.presenting(secret)
@@ -305,8 +326,7 @@ class Lectures:
                            (report, step, json.dumps(contents.get(step, {}), ensure_ascii=False),
                             shown.get(step, (0, 0.0))[1], answered is not None, *(answered or (None,) * 3),
                             json.dumps(self.tally(code, step), ensure_ascii=False)))
-            for table in ("lectures", "votes", "answers", "shown"):
-                db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
+            self.forget(db, "?", (code,))
             self.prune(db, now, address)
         return report
 

@@ -103,6 +103,9 @@ ALLOWANCES = {
     "circuit": Allowance("traced", 12, "attribution graphs"),
     "circuit_intervene": Allowance("ran", 30, "interventions"),
     "kv_cache": Allowance("compared", 20, "KV-cache timings"),
+    # a lecture started (the Lessons picker, a ?lesson= link): a row in the store and a join code; a lecturer
+    # starts one a lesson, a script in a loop thousands (the store also keeps few per address: toyviz.classroom.store)
+    "lecture": Allowance("started", 3, "lectures"),
 }
 
 
@@ -115,17 +118,25 @@ def visitor(request: gr.Request | None) -> tuple[tuple[str, str], str]:
     return (address, getattr(request, "session_hash", None) or ""), address
 
 
+def charge(action: str, request: gr.Request | None, args: tuple = (), allowances: dict = ALLOWANCES) -> str:
+    """Count one start of `action` (its cost read from the request's inputs `args`) against the request's person
+    and address → the address; gr.Error, saying how long to wait, once either has used up the allowance."""
+    allowance = allowances[action]
+    person, address = visitor(request)
+    allowance.take(person, allowance.cost(args), address=address)
+    return address
+
+
 def limited(fn, action: str, allowances: dict = ALLOWANCES):
     """fn, refused (gr.Error) once its person or address has used up the action's allowance. Gradio fills
     `request`; fn gets it too where it asks for one (toyviz.app.widgets.one_per_visitor). A generator stays
     one. Every action has an allowance: a name without one is a mistake in the wiring (KeyError)."""
-    allowance = allowances[action]
+    allowances[action]                              # a name without an allowance fails at wiring, not at a visit
     passes_request = "request" in inspect.signature(fn).parameters
     call_fn = (lambda request, args: fn(request, *args)) if passes_request else (lambda request, args: fn(*args))
 
     def take(request, args):
-        person, address = visitor(request)
-        allowance.take(person, allowance.cost(args), address=address)
+        charge(action, request, args, allowances)
 
     if inspect.isgeneratorfunction(fn):
         def stream(request: gr.Request, *args):
