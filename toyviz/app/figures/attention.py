@@ -3,6 +3,7 @@ switching heads off does to the prediction, and what the causal mask changes."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,7 +17,7 @@ from toyviz.models.trace import Trace
 
 MODES = ("probs", "scores")
 GRID_CELLS = 32                      # each small multiple is pooled to at most 32 × 32 cells
-STEPS_HEIGHT = 1100                  # the step-by-step figure, before the projector's 1.4×
+STEPS_HEIGHT = 1100                  # the step-by-step figure on a laptop (PROJECTOR_STEPS: on a projector)
 # probabilities are blue on 0..1 everywhere; signed values (scores, q, k, v …) pink–green around 0,
 # so that no blue in an attention figure can be read as a probability. As lists, not names: figures
 # are built unchecked (figures.figure), which keeps a name as given, and plotly.js knows few of them
@@ -214,6 +215,69 @@ def head_step_numbers(trace: Trace, layer: int, head: int, query: int) -> dict:
 STEP_TEXT_CELLS = 24                 # a full-width strip prints its values up to this many cells (laptop)
 STEP_TEXT_ROWS = 16                  # … and the k, v matrices up to this many keys
 HALF_CAPTION = 55                    # characters a half-width step caption may have (a projector's width)
+BAR_LINES = 3                        # a step's colour bar is at least this many lines of text long: its ends' labels
+QUARTER_CAPTION = 24                 # … and a quarter-width one (steps 1–4 on a projector)
+
+
+@dataclass(frozen=True)
+class StepGrid:
+    """Where the ten steps of `head_steps` stand: `at[i]` is step i+1's (row, column) in a make_subplots grid of
+    `specs`; `narrow` is a panel of steps 1–4's share of the width; `height` the figure's (before the projector's
+    1.4×). `rows_px`, top down, are the rows' heights and the gaps under them in pixels at the figure's drawn
+    height, for a grid whose gaps differ (a gap over a caption only, or over tick labels and a caption); None: the
+    rows as make_subplots spaces them."""
+    specs: list
+    at: list
+    narrow: float
+    height: int
+    row_heights: list | None = None
+    rows_px: list | None = None
+    vertical_spacing: float = 0.065
+    horizontal_spacing: float = 0.13
+
+    def row(self, step: int) -> int:
+        return self.at[step - 1][0]
+
+    def col(self, step: int) -> int:
+        return self.at[step - 1][1]
+
+
+FULL = {"colspan": 2}
+# a laptop: two columns, steps 5–8 full width below 1–4, so a key's column reads straight down
+LAPTOP_STEPS = StepGrid(specs=[[{}, {}], [{}, {}], [FULL, None], [FULL, None], [FULL, None], [FULL, None], [{}, {}]],
+                        at=[(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1), (7, 2)],
+                        narrow=0.43, height=STEPS_HEIGHT, row_heights=[0.09, 0.25, 0.09, 0.09, 0.09, 0.09, 0.09])
+# a projector, a wide and short screen: steps 1–4 side by side in one row, then 5–8 full width (a key's column still
+# reads straight down), then 9 and 10: six rows at about half the height, so the whole figure fits a 720p screen under
+# the header (the seven-row figure, squeezed no further than its text allows, left half its plot below it). The rows
+# (px at 1.4 × height): steps 1–4 (x and q a strip at its top), steps 5–8 a strip each, steps 9–10; a gap under a
+# row holds the next caption, and under steps 1–4 and 8 their tick labels too
+STRIP_PX = 48                        # a one-row strip's height on a projector: its colour bar's two ends fit beside it
+WIDE = {"colspan": 4}
+HALF = {"colspan": 2}
+PROJECTOR_STEPS = StepGrid(specs=[[{}, {}, {}, {}], [WIDE, None, None, None], [WIDE, None, None, None],
+                                  [WIDE, None, None, None], [WIDE, None, None, None], [HALF, None, HALF, None]],
+                           at=[(1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (6, 3)],
+                           narrow=0.175, height=680, horizontal_spacing=0.1,
+                           rows_px=[(150, 72), (STRIP_PX, 43), (STRIP_PX, 43), (STRIP_PX, 43), (STRIP_PX, 72),
+                                    (STRIP_PX, 0)])
+                       # a one-row strip's height on a projector (steps 1 and 2 at the top of their row)
+
+
+def _place_rows(fig: go.Figure, grid: StepGrid) -> None:
+    """The rows' y domains (and their captions over them) from grid.rows_px, top down; steps 1 and 2, one row each,
+    a strip at the top of their row."""
+    total = sum(h + gap for h, gap in grid.rows_px)
+    tops, top = {}, 1.0
+    for row, (h, gap) in enumerate(grid.rows_px, start=1):
+        tops[row] = (top - h / total, top)
+        top -= (h + gap) / total
+    for step, ((row, col), caption) in enumerate(zip(grid.at, fig.layout.annotations), start=1):
+        low, high = tops[row]
+        if step in (1, 2):
+            low = high - STRIP_PX / total
+        fig.get_subplot(row, col).yaxis.domain = [low, high]
+        caption.y = high
 
 
 def _fits(n_cols: int, share: float, projector: bool, n_rows: int = 1) -> bool:
@@ -248,7 +312,8 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     visibly paler; the probabilities of step 8 are on 0..1 in blue (the only blue in the figure); q
     and k share a scale, as do v and out (out is an average of the v's). Masked keys are grey (NaN),
     not the most negative colour. Values are printed in the cells where they fit, and always hover.
-    Steps 5–8 are stacked full width over the same keys, so a key's column reads straight down."""
+    Steps 5–8 are stacked full width over the same keys, so a key's column reads straight down. On a projector
+    steps 1–4 stand in one row (PROJECTOR_STEPS), the keys of k named by position as step 8's are there."""
     s = head_step_numbers(trace, layer, head, query)
     labels = token_labels(trace.tokens)
     T, d_head = len(labels), s["d_head"]
@@ -256,21 +321,28 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     rotated = s["rope_angles"] is not None                # RoPE: q and k are shown after their rotation
     turn = (f", rotated {s['rope_angles'][0]:.2f} … {s['rope_angles'][-1]:.4f} rad" if rotated else "")
     root = s["sqrt_d_head"]
-    # a half-width caption stays within HALF_CAPTION characters so it fits over its panel on a projector;
+    grid = PROJECTOR_STEPS if projector else LAPTOP_STEPS
+    # a half-width caption stays within HALF_CAPTION characters so it fits over its panel on a projector, a quarter-
+    # width one (steps 1–4 there) within QUARTER_CAPTION (the title names the query's token, the hover the angles);
     # the colour bars' titles ("q, k", "v, out") say which panels share a scale
-    captions = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
-                f"3. keys k of the {len(s['keys'])} visible tokens" + (", rotated by position" * rotated),
-                "4. their values v",
+    if projector:
+        firsts = ["1. input x (normalised)", "2. q = x·W_Q" + (", rotated" * rotated),
+                  f"3. keys k ({len(s['keys'])} visible)" if not rotated else "3. keys k, rotated", "4. values v"]
+    else:
+        firsts = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
+                  f"3. keys k of the {len(s['keys'])} visible tokens" + (", rotated by position" * rotated),
+                  "4. their values v"]
+    captions = firsts + [
                 "5. scores q·kᵀ for every key",
                 f"6. scaled: ÷ √d_head = ÷ √{d_head} = ÷ {root:.3g} (same colours as 5: paler)",
                 "7. mask: future keys → −∞ (grey)" if s["causal"] else "7. mask: none (this pass sees every key)",
                 "8. softmax → attention probabilities (0..1, sum to 1)",
                 "9. out = Σ probs · v" + ablated, "10. its write into the stream: out·W_O"]
-    full = {"colspan": 2}
-    specs = [[{}, {}], [{}, {}], [full, None], [full, None], [full, None], [full, None], [{}, {}]]
-    fig = subplots(rows=7, cols=2, specs=specs, subplot_titles=captions,
-                   row_heights=[0.09, 0.25, 0.09, 0.09, 0.09, 0.09, 0.09],
-                   vertical_spacing=0.065, horizontal_spacing=0.13)
+    fig = subplots(rows=len(grid.specs), cols=len(grid.specs[0]), specs=grid.specs, subplot_titles=captions,
+                   row_heights=grid.row_heights, vertical_spacing=grid.vertical_spacing,
+                   horizontal_spacing=grid.horizontal_spacing)
+    if grid.rows_px:
+        _place_rows(fig, grid)
     dims = lambda n: np.arange(n)
     row = lambda v: numpy(v)[None, :]
     greyed = lambda v: np.where(np.isinf(s["masked"]), np.nan, v)          # masked keys drawn grey
@@ -282,34 +354,33 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
                        texttemplate="%{text}" if text else None)
 
     score_rows = [row(s["dot"]), row(s["scaled"]), row(greyed(s["masked"]))]
-    half = 0.43                                              # a half-width panel's share of the width
+    narrow, half = grid.narrow, 0.43                 # steps 1–4's panels' share of the width, and steps 9–10's
     panels = [
-        (1, 1, panel(row(s["x"]), dims(len(s["x"])), ["x"], "dim %{x}: %{z:.3f}", "coloraxis3", share=half)),
-        (1, 2, panel(row(s["q"]), dims(len(s["q"])), ["q"], "dim %{x}: %{z:.3f}", "coloraxis4", share=half)),
-        (2, 1, panel(s["k"], dims(d_head), s["keys"], "k of %{y}, dim %{x}: %{z:.3f}", "coloraxis4", share=half)),
-        (2, 2, panel(s["v"], dims(d_head), s["keys"], "v of %{y}, dim %{x}: %{z:.3f}", "coloraxis5", share=half)),
-        (3, 1, panel(score_rows[0], labels, ["q·k"], "key %{x}: q·k = %{z:.3f}", "coloraxis")),
-        (4, 1, panel(score_rows[1], labels, ["÷√d"], f"key %{{x}}: q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis")),
-        (5, 1, panel(score_rows[2], labels, ["masked"], "key %{x}: %{z:.3f}", "coloraxis")),
-        (6, 1, panel(row(greyed(s["probs"])), labels, ["probs"], "key %{x}: p = %{z:.3f}", "coloraxis2", ".2f")),
-        (7, 1, panel(row(s["out"]), dims(len(s["out"])), ["out"], "dim %{x}: %{z:.3f}", "coloraxis5", share=half)),
-        (7, 2, panel(row(s["write"]), dims(len(s["write"])), ["write"], "dim %{x}: %{z:.3f}", "coloraxis6",
-                     share=half)),
+        panel(row(s["x"]), dims(len(s["x"])), ["x"], "dim %{x}: %{z:.3f}", "coloraxis3", share=narrow),
+        panel(row(s["q"]), dims(len(s["q"])), ["q"], "dim %{x}: %{z:.3f}", "coloraxis4", share=narrow),
+        panel(s["k"], dims(d_head), s["keys"], "k of %{y}, dim %{x}: %{z:.3f}", "coloraxis4", share=narrow),
+        panel(s["v"], dims(d_head), s["keys"], "v of %{y}, dim %{x}: %{z:.3f}", "coloraxis5", share=narrow),
+        panel(score_rows[0], labels, ["q·k"], "key %{x}: q·k = %{z:.3f}", "coloraxis"),
+        panel(score_rows[1], labels, ["÷√d"], f"key %{{x}}: q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis"),
+        panel(score_rows[2], labels, ["masked"], "key %{x}: %{z:.3f}", "coloraxis"),
+        panel(row(greyed(s["probs"])), labels, ["probs"], "key %{x}: p = %{z:.3f}", "coloraxis2", ".2f"),
+        panel(row(s["out"]), dims(len(s["out"])), ["out"], "dim %{x}: %{z:.3f}", "coloraxis5", share=half),
+        panel(row(s["write"]), dims(len(s["write"])), ["write"], "dim %{x}: %{z:.3f}", "coloraxis6", share=half),
     ]
-    for r, c, trace_ in panels:
+    for (r, c), trace_ in zip(grid.at, panels):
         fig.add_trace(trace_, row=r, col=c)
 
     # one colour axis per quantity, its bar beside the panel(s) that show it, with as many ticks as its length
     # holds: five on a one-row bar overlapped (−0.4 over −0.2) on a projector
     s_ = PROJECTOR_SCALE if projector else 1.0
-    plot_px = STEPS_HEIGHT * (PROJECTOR_HEIGHT if projector else 1.0) - 160 * s_     # less the margins
+    plot_px = grid.height * (PROJECTOR_HEIGHT if projector else 1.0) - 160 * s_     # less the margins
 
     def bar(title, *refs, bound=None):
         """bound: the axis' ±range, whose two ends label a bar too short for three ticks."""
         xs = [fig.layout[f"xaxis{fig.data[i].xaxis[1:]}"].domain for i in refs]
         ys = [fig.layout[f"yaxis{fig.data[i].yaxis[1:]}"].domain for i in refs]
         low, high = min(y[0] for y in ys), max(y[1] for y in ys)
-        length = max(high - low, 0.06)
+        length = max(high - low, 0.06, BAR_LINES * BASE_FONT * s_ / plot_px)     # room for its two ends' labels
         ticks = int(length * plot_px // (2.5 * BASE_FONT * s_))
         labels = (dict(tickvals=[-bound, bound], ticktext=[f"{-bound:.2g}", f"{bound:.2g}"]) if ticks < 3 and bound
                   else dict(nticks=max(2, min(5, ticks))))
@@ -331,19 +402,27 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
         caption.yshift = round(6 * s_)
     # no "0" under the keys' corner, where it sat on the last key's label on a projector
     every = max(1, d_head // 3)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(every, d_head, every)), row=2, col=1)
-    fig.update_yaxes(autorange="reversed", row=2)
-    fig.update_yaxes(showticklabels=False, row=2, col=2)           # same keys as the k panel beside it
-    for r in (3, 4, 5):                                            # the four key strips share one key axis
-        fig.update_xaxes(showticklabels=False, row=r, col=1)
+    k_at, v_at = grid.at[2], grid.at[3]
+    fig.update_xaxes(tickmode="array", tickvals=list(range(every, d_head, every)), row=k_at[0], col=k_at[1])
+    fig.update_yaxes(autorange="reversed", row=k_at[0], col=k_at[1])
+    fig.update_yaxes(autorange="reversed", showticklabels=False, row=v_at[0], col=v_at[1])   # the keys of k beside it
+    if projector:                     # k's keys by position, as under step 8 (their names ran into q's colour bar)
+        keys = len(s["keys"])
+        step = math.ceil(keys / 6)
+        fig.update_yaxes(tickmode="array", tickvals=s["keys"][::step], ticktext=list(range(0, keys, step)),
+                         row=k_at[0], col=k_at[1])
+    for step in (5, 6, 7):                                         # the four key strips share one key axis
+        fig.update_xaxes(showticklabels=False, row=grid.row(step), col=1)
+    probs_row = grid.row(8)
     if _fits(T, 1.0, projector):                                   # every key named under step 8
         short = [visible(t) if len(t) <= 6 else visible(t[:5]) + "…" for t in trace.tokens]
-        fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=short, tickangle=0, row=6, col=1)
+        fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=short, tickangle=0, row=probs_row, col=1)
     else:                                                          # positions; hover names the token
         every = math.ceil(T / 16)
-        fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)), row=6, col=1)
+        fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)),
+                         row=probs_row, col=1)
     return style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
-                 filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=STEPS_HEIGHT,
+                 filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=grid.height,
                  maps=True)
 
 
