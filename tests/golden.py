@@ -19,6 +19,7 @@ import torch
 
 import toyviz
 from toyviz.models.checkpoint import CHECKPOINTS
+from toyviz.models import names
 from toyviz.models.names import Name
 from toyviz.models.trace import PerHead
 
@@ -34,9 +35,25 @@ def checkpoint_hashes() -> dict[str, str]:
 
 
 def as_recorded(x):
-    """A name as the outputs were recorded, before issue 42 gave names their grammar: its label ("attn.0",
-    "block0.ln1", "resid_pre.0" are what those names were); anything else as it is."""
-    return x.label if isinstance(x, Name) else x
+    """A name, or a figure's label of one, as the outputs were recorded, before issue 42 gave names their
+    grammar and issue 54 showed them on figures ("attn.0", "block0.ln1", "resid_pre.0", "norm.attn.0",
+    "L0 attn bias", "ln_f β"); anything else as it is."""
+    if not isinstance(x, str):
+        return x
+    try:
+        x = names.parse(x)
+    except ValueError:
+        return x
+    if x.head is not None:
+        return x.label
+    if x.point == "bias":
+        return f"L{x.layer} {x.component} bias" if x.layer is not None else f"{x.component} β"
+    if x.component in names.NORMS:
+        write = next(w for w, n in names.NORM_AFTER.items() if n == x.component)
+        return f"{x.stack}norm.{write}.{x.layer}" if x.point == "change" else str(x)
+    if x.layer is None:
+        return str(x)
+    return ".".join([f"{x.stack}{x.component}", str(x.layer)] + ([x.point] if x.point else []))
 
 
 def flatten(obj, prefix: str = "") -> dict:

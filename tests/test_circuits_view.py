@@ -15,6 +15,8 @@ from toyviz.errors import UserError
 from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.transcoders import FOLDER
 
+from test_views import old_labels
+
 PROMPT = view.EXAMPLES[0][1]            # the docs' induction example: " S" at p 0.97
 
 
@@ -35,6 +37,7 @@ def test_the_worked_example_is_drawn_from_one_graph(explorer, monkeypatch):
     features = next(t for t in fig.data if t.name == cf.KIND_STYLE["feature"][2])
     assert all("Where it fires hardest" in c[1] for c in features.customdata)     # every feature's dashboard shipped
     assert "Where it fires hardest" in panel
+    assert not old_labels(fig), old_labels(fig)                                # the one vocabulary (issue 54)
     # the graph is computed once: a redraw (projector, a supernode edit) reads it from the explorer's cache
     monkeypatch.setattr("toyviz.interpret.circuits.trace", lambda *a, **k: pytest.fail("computed again"))
     view.circuits_view(explorer, PROMPT, "", "", True)

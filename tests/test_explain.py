@@ -12,6 +12,7 @@ import torch
 
 from toyviz.interpret import explain as E
 from toyviz.interpret.explain import activation_patching as AP
+from toyviz.models import names
 from toyviz.models.hooks import replace
 from toyviz.api import GPT
 from toyviz.errors import UserError
@@ -117,7 +118,7 @@ def test_ablation_effects_equal_separate_traced_runs(sharp):
                 if label == "embed":            # the embed write is the stream entering block 0
                     handle = gpt.model.blocks[0].register_forward_pre_hook(lambda m, args: (edit(args[0]),))
                 else:
-                    mlp = gpt.model.blocks[int(label.split(".")[1])].mlp
+                    mlp = gpt.model.blocks[names.parse(label).layer].mlp
                     handle = mlp.register_forward_hook(lambda m, args, out: edit(out))
                 try:
                     trace = gpt.trace(TEXT)

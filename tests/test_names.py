@@ -52,7 +52,7 @@ def test_the_old_forms_still_open(old, new):
 @pytest.mark.parametrize("text, says", [
     ("attn", "outside the blocks"), ("block0.attn.patern", "not 'patern'"), ("attn.0.hidden", "not 'hidden'"),
     ("block1.embed", "inside a block"), ("block1.mlp.hidden.2", "head's index"), ("norm.attn.0.q", "is not a name"), ("norm.resid_pre.0", "is not a name"),
-    ("L1 H3", "is not a name"), ("ln_f β", "is not a name"), ("", "is not a name"),
+    ("L1 H3.q", "is not a name"), ("ln_f β", "is not a name"), ("", "is not a name"),
     ("mid.block0.attn", "is not a name")])
 def test_a_malformed_name_is_refused_saying_the_grammar(text, says):
     with pytest.raises(ValueError, match=says) as refused:
@@ -60,13 +60,19 @@ def test_a_malformed_name_is_refused_saying_the_grammar(text, says):
     assert repr(text) in str(refused.value)
 
 
-def test_labels_are_made_from_names_as_figures_always_showed_them():
+def test_a_label_is_the_name_itself_and_a_head_as_the_field_writes_it():
     assert [names.head(1, 3).label, names.part(names.attn(1), "bias").label, names.part(names.LN_F, "bias").label] == \
-        ["L1 H3", "L1 attn bias", "ln_f β"]
+        ["L1 H3", "block1.attn.bias", "ln_f.bias"]
     assert [n.label for n in (names.EMBED, names.attn(0), names.mlp(2), names.resid_pre(0), names.FINAL)] == \
-        ["embed", "attn.0", "mlp.2", "resid_pre.0", "final"]
-    assert names.post_norm(names.attn(0)).label == "norm.attn.0" and names.norm(1, "ln2").label == "block1.ln2"
-    assert names.in_stack(names.DECODER, names.part(names.cross(1), "pattern")).label == "dec.cross.1.pattern"
+        ["embed", "block0.attn", "block2.mlp", "block0.resid_pre", "final"]
+    assert names.post_norm(names.attn(0)).label == "block0.ln1.change" and names.norm(1, "ln2").label == "block1.ln2"
+    assert names.in_stack(names.DECODER, names.part(names.cross(1), "pattern")).label == "dec.block1.cross.pattern"
+
+
+def test_every_label_reads_back_as_its_name():
+    shown = [names.head(1, 3), names.in_stack(names.DECODER, names.head(0, 2)), names.bias(names.LN_F),
+             names.post_norm(names.mlp(1)), names.hidden(2), names.EMBED]
+    assert [names.parse(n.label) for n in shown] == shown
 
 
 def test_layer_of_puts_the_embedding_first_and_refuses_names_outside_the_blocks():

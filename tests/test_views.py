@@ -4,6 +4,7 @@ The shipped checkpoints are part of the repository, so these tests use them; the
 models cover the cases the shipped ones cannot (no snapshots, a missing no-mask model).
 """
 import math
+import re
 import subprocess
 import sys
 import threading
@@ -203,16 +204,36 @@ SHOWS = {"tokens": shows_tokens, "positions": shows_positions, "attention": show
          "model": shows_model, "experiments": shows_experiments, "size": shows_size}
 
 
+# a point of the model as figures named it before issue 54 ("mlp.2", "resid_pre.0", "norm.attn.0"):
+# every figure now shows the one display form, the name itself ("block2.mlp"; toyviz.models.names)
+OLD_LABEL = re.compile(r"\b(mlp|attn|cross|resid_pre|resid_post|norm\.[a-z]+)\.\d+\b|\battn bias\b|ln_f β")
+
+
+def old_labels(fig) -> set[str]:
+    """Every old-style name in a figure's text: titles, tick labels, trace names, annotations, hover templates."""
+    def texts(obj):
+        if isinstance(obj, str):
+            yield obj
+        elif isinstance(obj, dict):
+            for value in obj.values():
+                yield from texts(value)
+        elif isinstance(obj, (list, tuple, np.ndarray)):
+            for value in obj:
+                yield from texts(value)
+    return {found.group(0) for text in texts(fig.to_plotly_json()) for found in OLD_LABEL.finditer(text)}
+
+
 @pytest.mark.parametrize("name", list(PLAIN))
-def test_every_renderer_shows_what_the_model_computes(shipped, name):
+def test_every_renderer_shows_what_the_model_computes_in_the_one_vocabulary(shipped, name):
     view, args, spec = PLAIN[name]
     out = view(shipped, *args)
     assert len(out) == len(spec)
     for value, kind in zip(out, spec):
         if kind == "T":
-            assert isinstance(value, str)
+            assert isinstance(value, str) and not OLD_LABEL.search(value), f"{name}: {value!r}"
         else:
             assert (value.data or value.layout.annotations) and title(value), f"{name}: an empty figure"
+            assert not old_labels(value), f"{name}: {title(value)!r} shows {sorted(old_labels(value))}"
     SHOWS[name](shipped, out)
 
 

@@ -41,8 +41,8 @@ def logit_lens_top(trace: Trace, model) -> tuple[list[str], np.ndarray, np.ndarr
 
 def direct_logit_attribution(trace: Trace, model, position: int = -1, token: int | None = None, *,
                              minus_mean: bool = False) -> dict[str, float]:
-    """`contributions` by each term's label, as figures show them: "embed", "L0 H0" … "L0 attn bias",
-    "mlp.0", …, "ln_f β"."""
+    """`contributions` by each term's label, as figures show them: "embed", "L0 H0" … "block0.attn.bias",
+    "block0.mlp", …, "ln_f.bias"."""
     return {name.label: value for name, value in contributions(trace, model, position, token,
                                                                minus_mean=minus_mean).items()}
 

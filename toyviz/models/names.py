@@ -33,9 +33,12 @@ Three names are terms of attribution, not hook points: one head's write "block{i
 W_O's bias "block{i}.attn.bias" and the final norm's β "ln_f.bias".
 
 A Name is a str (a dict key, JSON, a figure's text as it is); its parts are its attributes and its
-`label` is the short form figures show ("L1 H3", "mlp.2", "ln_f β"), made from the name and never
-read back. `parse` also opens the forms names had before issue 42 ("attn.0.pattern", "mlp.1.hidden",
-"resid_post.1", "norm.attn.0"), which deep links, shipped dictionaries and older code hold.
+`label` is the one display form every figure, export and lesson shows: the name itself ("block2.mlp",
+"block1.resid_post", "block0.ln1.change", "ln_f.bias"), except one head of attention, which shows as
+the field writes it, "L1 H3" (as the Attention tab's grid and the page's own figures name heads).
+`parse` reads every label back (the head's form included), and also opens the forms names had before
+issue 42 ("attn.0.pattern", "mlp.1.hidden", "resid_post.1", "norm.attn.0"), which deep links, shipped
+dictionaries, stored outputs and older code hold.
 """
 from __future__ import annotations
 
@@ -77,21 +80,11 @@ class Name(str):
 
     @property
     def label(self) -> str:
-        """The short form a figure shows: "L1 H3" (a head), "L1 attn bias", "ln_f β", and otherwise the
-        component before its layer, as figures and stored outputs always showed them ("mlp.2",
-        "resid_pre.0", "norm.attn.0" for the change ln1 makes under post-norm, "block0.ln1" for a norm)."""
+        """The display form a figure shows: the name itself, a head of attention as "L1 H3" ("dec.L1 H3"
+        in the translator's decoder)."""
         if self.head is not None:
-            return f"L{self.layer} H{self.head}"
-        if self.point == "bias":
-            return f"L{self.layer} {self.component} bias" if self.layer is not None else f"{self.component} β"
-        if self.layer is None:
-            return str(self)
-        if self.component in NORMS:
-            if self.point == "change":
-                write = next(w for w, n in NORM_AFTER.items() if n == self.component)
-                return f"{self.stack}norm.{write}.{self.layer}"
-            return str(self)
-        return ".".join([f"{self.stack}{self.component}", str(self.layer)] + ([self.point] if self.point else []))
+            return f"{self.stack}L{self.layer} H{self.head}"
+        return str(self)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -115,6 +108,7 @@ def _made(stack: str, layer: int | None, component: str, point: str | None = Non
 
 CANONICAL = re.compile(r"(?:(enc|dec)\.)?(?:block(\d+)\.)?([a-z_]+\d?)(?:\.([a-z]+))?(?:\.(\d+))?")
 OLD = re.compile(r"(?:(enc|dec)\.)?(norm\.)?(attn|cross|mlp|resid_pre|resid_post)\.(\d+)(?:\.([a-z]+))?")
+HEAD = re.compile(r"(?:(enc|dec)\.)?L(\d+) H(\d+)")        # a head's label
 
 
 @functools.lru_cache(maxsize=4096)
@@ -131,11 +125,14 @@ def _parse_canonical(text: str) -> Name:
 
 
 def parse(text: str) -> Name:
-    """A name's text → the Name, in this grammar or in the forms before it ("attn.0.pattern" →
-    "block0.attn.pattern", "norm.mlp.1" → "block1.ln2.change"); ValueError, saying the grammar, for
-    anything else."""
+    """A name's text → the Name, in this grammar, as a label ("L1 H3" → "block1.attn.heads.3") or in the
+    forms before issue 42 ("attn.0.pattern" → "block0.attn.pattern", "norm.mlp.1" → "block1.ln2.change");
+    ValueError, saying the grammar, for anything else."""
     if isinstance(text, Name):
         return text
+    if (label := HEAD.fullmatch(text)) is not None:
+        stack, layer, index = label.groups()
+        return _made(f"{stack}." if stack else "", int(layer), "attn", "heads", int(index))
     old = OLD.fullmatch(text)
     if old is None:
         return Name(text)

@@ -59,7 +59,7 @@ class Components:
     piece: str
     target: float
     logprob: float
-    names: list[str]              # the terms' labels: "embed", "L0 H0" …, "L0 attn bias", "mlp.0" …, "ln_f β"
+    names: list[str]              # the terms' labels: "embed", "L0 H0" …, "block0.attn.bias", "block0.mlp" …, "ln_f.bias"
     attribution: torch.Tensor     # [N] sums to target
     verified: list[str]           # top_k of embed/heads/MLPs by |attribution|
     verified_attribution: torch.Tensor   # [k]
