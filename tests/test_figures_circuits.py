@@ -80,7 +80,7 @@ def test_every_node_carries_its_hover_and_a_feature_its_dashboard():
     view = small_view()
     fig = cf.graph_figure(view, projector=True)
     markers = {t.name: t for t in fig.data if t.mode == "markers"}
-    assert set(markers) == {cf.KIND_STYLE[k][2] for k in ("token", "feature", "error", "logit")}
+    assert set(markers) == {cf.KIND_STYLE[k][3] for k in ("token", "feature", "error", "logit")}   # a projector's names
     carried = {c[0]: c for t in markers.values() for c in t.customdata}
     assert set(carried) == {n.key for n in view.nodes}
     key, dashboard, line = carried["0_10_2"]
@@ -92,6 +92,23 @@ def test_every_node_carries_its_hover_and_a_feature_its_dashboard():
     assert list(fig.layout.yaxis.ticktext) == ["tokens", "layer 0", "layer 1", "logit"]
     assert list(fig.layout.xaxis.ticktext) == ["0: &lt;|endoftext|&gt;", "1: Master", "2: ␣S"]
     assert cf.PANEL_STYLE in cf.panel(view) and dashboard in cf.panel(view)        # the top feature's, at first
+
+
+def test_on_a_projector_the_graph_has_its_title_and_a_one_line_legend_above_it():
+    """The subtitle and the legend's long names leave the projector's graph (the title counts the links, the panel
+    says to hover), its nodes 1.2× a laptop's; neighbouring one-node columns' labels stand a line apart."""
+    view = small_view()
+    laptop, projector = cf.graph_figure(view), cf.graph_figure(view, projector=True)
+    assert laptop.layout.title.subtitle.text and not projector.layout.title.subtitle.text
+    assert {t.name for t in projector.data} <= {style[3] for style in cf.KIND_STYLE.values()} | {
+        link[3] for link in cf.LINK_STYLE}
+    assert projector.layout.margin.t < laptop.layout.margin.t * cf.PROJECTOR_SCALE / 2
+    size = lambda fig: max(max(t.marker.size) for t in fig.data if t.mode == "markers" and t.name.startswith("feat"))
+    assert size(projector) == pytest.approx(cf.PROJECTOR_MARKERS * size(laptop))
+    # columns one apart, labels needing 1.5 columns: the crowded column's label first, then every other
+    centre = [(0.5, 1), (1.5, 1), (2.5, 1), (4.5, 3), (6.5, 1), (7.5, 1)]
+    assert cf.labelled(centre, 1.5) == [0, 2, 3, 4]
+    assert cf.labelled(centre, 0.5) == list(range(6))
 
 
 def test_supernodes_merge_their_members_and_sum_their_links():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from toyviz.app.figures import PROJECTOR_SCALE, figure, style, visible
+from toyviz.app.figures import BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, figure, style, visible
 from toyviz.app.figures.features import DOWN, UP
 from toyviz.interpret.circuits.export import parse
 from toyviz.interpret.dictionary import Dashboard
@@ -27,13 +27,22 @@ BOUNDS = (0.1, 0.3, 0.6)
 CONTEXTS, BEFORE, AFTER = 4, 8, 2     # a hover dashboard's contexts, and its tokens around each peak
 LOGIT_ROWS = 5                # promoted and suppressed tokens a hover dashboard lists
 MOSTLY_ERRORS = 0.5           # errors' share of the influence past which the view says the graph does not know
-KIND_STYLE = {                # marker symbol, colour, legend name
-    "feature": ("circle", "#e6550d", "feature (transcoder)"),
-    "group": ("hexagon", "#756bb1", "supernode (your group)"),
-    "error": ("diamond", "#9e9e9e", "error node (what the transcoders miss)"),
-    "token": ("square", "#636363", "token (embedding)"),
-    "logit": ("star", "#31a354", "target logit"),
+KIND_STYLE = {                # marker symbol, colour, legend name, and on a projector (one line: the tab's text explains)
+    "feature": ("circle", "#e6550d", "feature (transcoder)", "feature"),
+    "group": ("hexagon", "#756bb1", "supernode (your group)", "supernode"),
+    "error": ("diamond", "#9e9e9e", "error node (what the transcoders miss)", "error node"),
+    "token": ("square", "#636363", "token (embedding)", "token"),
+    "logit": ("star", "#31a354", "target logit", "target"),
 }
+PROJECTOR_GRAPH_PX = 750      # the graph's plot area across on a 1280-px projector (the dashboard panel beside it)
+LABEL_LINE = 1.2              # an upright label needs about 1.2 × its font size across
+PROJECTOR_TOP = 64            # the top margin on a projector (× its scale): the title and the legend's one line
+# On a projector the nodes are 1.2× a laptop's (not the text's 1.7×) and the plot as much taller (1.4 × 0.85): the
+# rows' nodes stand as far apart for their size as on a laptop, so a hover finds the node under it (at 1.7× on the
+# plot's 1.4×, a cell's lines of nodes covered each other), and the plot starts on a 720p first screen
+PROJECTOR_MARKERS = 1.2
+PROJECTOR_PLOT = 0.85
+LINK_STYLE = ((1, UP, "link that excites (+)", "excites"), (-1, DOWN, "link that inhibits (−)", "inhibits"))
 
 
 @dataclass
@@ -175,6 +184,17 @@ def places(nodes: list[Node], positions: int) -> dict[str, tuple[float, float]]:
     return xy
 
 
+def labelled(centre: list[tuple[float, int]], apart: float) -> list[int]:
+    """The positions whose columns get a label: every column's, but for those closer than `apart` (in columns) to
+    one labelled already, the widest (most crowded) columns first: upright labels of neighbouring one-node columns
+    lay over each other on a projector."""
+    kept: list[int] = []
+    for p in sorted(range(len(centre)), key=lambda p: (-centre[p][1], p)):
+        if all(abs(centre[p][0] - centre[q][0]) >= apart for q in kept):
+            kept.append(p)
+    return sorted(kept)
+
+
 def drawn_edges(view: CircuitView, limit: int = MAX_EDGES) -> list[tuple[str, str, float]]:
     """The `limit` links holding the largest shares of their targets' input (|weight| / all |weights| into it)."""
     into: dict[str, float] = {}
@@ -191,9 +211,11 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
     xy, centre = places(view.nodes, T), columns(view.nodes, T)
     edges = drawn_edges(view, limit)
     scale = PROJECTOR_SCALE if projector else 1.0
+    markers = PROJECTOR_MARKERS if projector else 1.0
     biggest = max((abs(w) for _, _, w in edges), default=1.0) or 1.0
     traces = []
-    for sign, colour, name in ((1, UP, "link that excites (+)"), (-1, DOWN, "link that inhibits (−)")):
+    for sign, colour, long_name, short in LINK_STYLE:
+        name = short if projector else long_name
         for b, width in enumerate(WIDTHS):
             low, high = ([0.0] + list(BOUNDS))[b], (list(BOUNDS) + [math.inf])[b]
             chosen = [(s, t) for s, t, w in edges if (w >= 0) == (sign > 0) and low <= abs(w) / biggest < high]
@@ -201,15 +223,16 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
                 continue
             x = [v for s, t in chosen for v in (xy[s][0], xy[t][0], None)]
             y = [v for s, t in chosen for v in (xy[s][1], xy[t][1], None)]
-            traces.append(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colour, width=width * scale),
+            traces.append(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colour, width=width * markers),
                                      opacity=0.55, hoverinfo="skip", name=name, legendgroup=name,
                                      showlegend=not any(t.legendgroup == name for t in traces)))
     top = max((n.influence for n in view.nodes if n.kind != "logit"), default=1.0) or 1.0
-    for kind, (symbol, colour, name) in KIND_STYLE.items():
+    for kind, (symbol, colour, long_name, short) in KIND_STYLE.items():
+        name = short if projector else long_name
         nodes = [n for n in view.nodes if n.kind == kind]
         if not nodes:
             continue
-        size = [(22 if kind == "logit" else 7 + 15 * math.sqrt(n.influence / top)) * scale for n in nodes]
+        size = [(22 if kind == "logit" else 7 + 15 * math.sqrt(n.influence / top)) * markers for n in nodes]
         traces.append(go.Scatter(
             x=[xy[n.key][0] for n in nodes], y=[xy[n.key][1] for n in nodes], mode="markers", name=name,
             marker=dict(symbol=symbol, color=colour, size=size, line=dict(color="white", width=1)),
@@ -218,8 +241,11 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
     fig = figure(traces)
     labels = [f"{p}: {visible(piece)}" for p, piece in enumerate(view.pieces)]
     right = centre[-1][0] + centre[-1][1] / 2
-    # upright on a projector: its larger labels, slanted, ran into their neighbours at the narrow columns
-    fig.update_xaxes(tickvals=[c for c, _ in centre], ticktext=labels,
+    # upright on a projector: its larger labels, slanted, ran into their neighbours at the narrow columns; and no
+    # closer than a line of text apart on the narrowest graph a projector shows (the hover names every node's token)
+    named = labelled(centre, LABEL_LINE * BASE_FONT * scale * (right + 0.6) / PROJECTOR_GRAPH_PX) if projector \
+        else range(T)
+    fig.update_xaxes(tickvals=[centre[p][0] for p in named], ticktext=[labels[p] for p in named],
                      tickangle=0 if T <= 8 else -90 if projector else -60,
                      range=[-0.3, right + 0.3], showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=list(range(view.layers + 2)), range=[-0.5, view.layers + 1.5], zeroline=False,
@@ -229,13 +255,23 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
                       legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom"))
     shown = f"{len(edges):,} of {len(view.edges):,} links" if len(view.edges) > len(edges) else f"{len(edges):,} links"
     title = f"Why {visible(view.target)} (p={view.prob:.3f}): {len(view.nodes)} nodes, {shown}"
-    fig = style(fig, title, filename="toyviz-circuit", projector=projector, height=580 + (90 if T > 8 else 0))
-    # the title and its subtitle at the top, then the legend (two lines on a laptop), then the plot
+    height = 580 + (90 if T > 8 else 0)                  # a laptop's: 150 px above the plot, 50 under it
+    if projector:
+        # the title, the legend in one line, the plot (PROJECTOR_PLOT): the two lines a laptop has above the plot
+        # left out (the title says how many links are drawn, the panel beside says to hover and click)
+        plot = (height - 150 - 50) * PROJECTOR_PLOT
+        fig = style(fig, title, filename="toyviz-circuit", projector=True,
+                    height=round(plot + (PROJECTOR_TOP + 50) * PROJECTOR_SCALE / PROJECTOR_HEIGHT))
+        fig.layout.title.update(yref="container", y=1, yanchor="top", pad_t=round(12 * scale))
+        fig.layout.margin.t = round(PROJECTOR_TOP * scale)
+        return fig
+    fig = style(fig, title, filename="toyviz-circuit", height=height)
+    # the title and its subtitle at the top, then the legend (two lines), then the plot
     drawn = f"the {len(edges):,} strongest links drawn. " if len(view.edges) > len(edges) else ""
     fig.layout.title.update(subtitle_text=f"{drawn.capitalize()}Hover a node for its dashboard; click a feature to "
                                           "ablate or steer it",
-                            yref="container", y=1, yanchor="top", pad_t=round(12 * scale))
-    fig.layout.margin.t += round(80 * scale)
+                            yref="container", y=1, yanchor="top", pad_t=12)
+    fig.layout.margin.t += 80
     return fig
 
 
