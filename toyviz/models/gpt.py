@@ -145,7 +145,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         `truncated` is how many prompt tokens the caller dropped to fit the context.
         """
         causal = self.config.causal if causal is None else causal
-        record = Record()
+        record = Record(passing=("scores", "hidden"))     # PerHead computes the scores when read; no view reads hidden
         idx = torch.tensor([ids], dtype=torch.long, device=self.tok_emb.weight.device)
         logits, _ = self.forward(idx, causal=causal, hooks=chain(ablation(ablate), record))
         seen = Recorded(record.values, self.blocks, self.config.norm == "pre")

@@ -54,18 +54,24 @@ def wants(hooks: Hooks | None, *points: str) -> bool:
 
 class Record:
     """A hook at every point that keeps what passed (detached) and changes nothing: after a forward,
-    `values` maps each point the pass went through to its tensor."""
+    `values` maps each point the pass went through to its tensor. `passing`: kinds of point (a Name's
+    point, "scores", "hidden") it leaves alone, so the pass need not make or keep them (a trace computes
+    the scores from q and k when read, and reads no hidden activations)."""
 
-    def __init__(self):
+    def __init__(self, passing: tuple[str, ...] = ()):
         self.values: dict[str, torch.Tensor] = {}
+        self.passing = passing
 
     def __contains__(self, name: str) -> bool:
-        return True
+        return names.parse(name).point not in self.passing
 
     def __bool__(self) -> bool:
         return True
 
-    def get(self, name: str) -> Hook:
+    def get(self, name: str) -> Hook | None:
+        if name not in self:
+            return None
+
         def keep(x: torch.Tensor):
             self.values[name] = x.detach() if x.requires_grad else x     # (no_grad: nothing to detach from)
         return keep

@@ -284,23 +284,34 @@ class MultiHeadAttention(nn.Module):
     def _explicit(self, q, k, v, causal, keep, hooks, name):
         """The same attention, step by step, each step a hook point (no dropout: a look inside is eval)."""
         q, k, v = (at(hooks, names.part(name, p), t) for p, t in (("q", q), ("k", k), ("v", v)))
-        scores = at(hooks, names.part(name, "scores"), self._scores(q, k))       # (B, nh, Tq, Tk)
-        Tq, Tk = scores.shape[-2:]
-        if causal and keep is None and Tq > 1 and not torch.compiler.is_compiling():
-            masked = scores + causal_bias(Tq, Tk, scores.device, scores.dtype)     # the plain triangle: one add
+        Tq, Tk = q.shape[2], k.shape[2]
+        triangle = causal and keep is None and Tq > 1 and not torch.compiler.is_compiling()
+        if triangle and names.part(name, "scores") not in hooks:
+            # nobody reads the scores before the mask (a trace computes them when read: PerHead): the mask's
+            # 0 / −inf added as the matmul writes them, the same numbers as the add below
+            masked = self.scores(q, k, causal_bias(Tq, Tk, q.device, q.dtype))  # (B, nh, Tq, Tk)
         else:
-            allowed = self._allowed(causal, keep, Tq, Tk, scores.device)
-            masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
+            scores = at(hooks, names.part(name, "scores"), self.scores(q, k))     # (B, nh, Tq, Tk)
+            Tq, Tk = scores.shape[-2:]
+            if triangle:
+                masked = scores + causal_bias(Tq, Tk, scores.device, scores.dtype)  # the plain triangle: one add
+            else:
+                allowed = self._allowed(causal, keep, Tq, Tk, scores.device)
+                masked = scores if allowed is None else torch.where(allowed, scores, float("-inf"))
         probs = at(hooks, names.part(name, "pattern"), masked.softmax(dim=-1))   # (B, nh, Tq, Tk)
         return probs @ v                                                 # (B, nh, Tq, hs)
 
-    def _scores(self, q, k):  # (B, nh, Tq, hs), (B, nh, Tk, hs) -> q·k / √hs (B, nh, Tq, Tk)
+    def scores(self, q, k, mask=None):
+        """q (B, nh, Tq, hs), k (B, nh, Tk, hs) → q·k / √hs (B, nh, Tq, Tk), plus `mask` (1, 1, Tq, Tk) if
+        given (causal_bias: 0 or −inf)."""
         if q.shape[:-2] != k.shape[:-2] or torch.compiler.is_compiling():  # (an edit broadcast them; an export)
-            return (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head))
+            scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head))
+            return scores if mask is None else scores.add_(mask)
         # one batched matmul that scales as it goes, reading q and k where they lie (matmul would copy them)
         q3, k3 = q.flatten(0, -3), k.flatten(0, -3)                      # (B·nh, T, hs)
-        scores = q3.new_empty(q3.shape[0], q3.shape[1], k3.shape[1])
-        return scores.baddbmm_(q3, k3.transpose(1, 2), beta=0, alpha=1 / math.sqrt(self.d_head)).view(
+        shape = (q3.shape[0], q3.shape[1], k3.shape[1])
+        start, beta = (q3.new_empty(shape), 0) if mask is None else (mask[0].expand(shape).clone(), 1)
+        return start.baddbmm_(q3, k3.transpose(1, 2), beta=beta, alpha=1 / math.sqrt(self.d_head)).view(
             *q.shape[:-1], k3.shape[1])
 
 

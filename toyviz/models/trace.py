@@ -81,22 +81,30 @@ class PerHead:
     """Every head's q, k, v, scores, output and write of one pass, assembled [L, H, …] from the per-layer
     tensors the model made when a view first reads that kind, then kept. Views read one head (`layer`)
     or one kind, and assembling them all at once cost about a sixth of a traced forward (benchmarks.core),
-    so it waits for a reader, as TransformerLens's cache stacks on demand."""
+    so it waits for a reader, as TransformerLens's cache stacks on demand. The scores before the mask
+    are computed when first read, by the layer's attention from the q and k it recorded (the same call on
+    the same tensors as in the pass: the same numbers), so a traced pass neither makes nor keeps them."""
 
-    RECORDED = ("q", "k", "v", "scores", "heads")       # as the model computed them, per layer
-    KINDS = RECORDED + ("writes",)                        # writes: each head's output through its slice of W_O
+    RECORDED = ("q", "k", "v", "heads")                   # as the model computed them, per layer
+    KINDS = RECORDED + ("scores", "writes")                # writes: each head's output through its slice of W_O
 
     def __init__(self, seen: Recorded, layers):
         self.n_layer = len(layers)
         self.per_layer = {kind: [seen[names.part(names.attn(i), kind)] for i in layers] for kind in self.RECORDED}
-        self.w_o = [w_o_of_heads(seen.blocks[i].attn) for i in layers]
+        self.attention = [seen.blocks[i].attn for i in layers]
+        self.w_o = [w_o_of_heads(attn) for attn in self.attention]
         self.stacked, self.lock = {}, threading.Lock()       # one stacking a kind, many threads reading
 
     def layer(self, kind: str, i: int) -> torch.Tensor:
         """[H, …] one layer's, stacking nothing ("writes": each head's output through its slice of W_O)."""
-        if kind == "writes":
-            stacked = self.stacked.get("writes")
-            return stacked[i] if stacked is not None else head_writes(self.per_layer["heads"][i], self.w_o[i])
+        if kind in ("scores", "writes"):
+            stacked = self.stacked.get(kind)
+            if stacked is not None:
+                return stacked[i]
+            if kind == "scores":
+                q, k = self.per_layer["q"][i], self.per_layer["k"][i]
+                return self.attention[i].scores(q[None], k[None])[0]
+            return head_writes(self.per_layer["heads"][i], self.w_o[i])
         return self.per_layer[kind][i]
 
     def __getitem__(self, kind: str) -> torch.Tensor:
@@ -105,7 +113,7 @@ class PerHead:
             if kind not in self.stacked:
                 stacked = torch.stack([self.layer(kind, i) for i in range(self.n_layer)])
                 self.stacked[kind] = stacked
-                if kind != "writes":
+                if kind in self.RECORDED:
                     self.per_layer[kind] = list(stacked.unbind(0))
             return self.stacked[kind]
 
@@ -113,8 +121,9 @@ class PerHead:
     def nbytes(self) -> int:
         """Bytes it holds once every kind has been read (what a cache should budget for, toyviz.serving.memory)."""
         held = sum(t.nelement() * t.element_size() for tensors in self.per_layer.values() for t in tensors)
-        heads = self.per_layer["heads"][0]                                  # (H, T, hs) → writes (H, T, C)
-        return held + self.n_layer * heads.shape[0] * heads.shape[1] * self.w_o[0].shape[0] * heads.element_size()
+        heads = self.per_layer["heads"][0]                  # (H, T, hs) → writes (H, T, C), scores (H, T, T)
+        H, T = heads.shape[:2]
+        return held + self.n_layer * H * T * (self.w_o[0].shape[0] + T) * heads.element_size()
 
 
 def w_o_of_heads(attn) -> torch.Tensor:
