@@ -168,9 +168,10 @@ def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_expl
 @needs_shipped
 @pytest.mark.parametrize("path", library.shipped(), ids=lambda p: p.stem)
 def test_every_shipped_question_is_answered_by_the_model_among_its_choices(path, shipped_explorer):
-    for step in library.load(path).steps:
+    lesson = library.load(path)
+    for step in lesson.steps:
         if step.question and step.question.answer not in LIVE_ANSWERS:   # a live run's: test_lesson_training
-            got = answers.answer(step, shipped_explorer.gpt)
+            got = answers.answer(step, shipped_explorer.gpt, lang=lesson.language)     # "más alta" in Spanish
             assert got.value and got.detail
             assert got.choice is not None, f"{step.title}: the model says {got.value!r}, no choice matches"
 
@@ -179,13 +180,44 @@ def test_the_picker_lists_the_shipped_lessons_and_the_lecturers_own(tmp_path, mo
     (tmp_path / "mine.md").write_text(HEAD + "## S\n", encoding="utf-8")
     (tmp_path / "broken.md").write_text("no front matter\n", encoding="utf-8")
     monkeypatch.setenv("TOYVIZ_LESSONS", str(tmp_path))
-    assert library.catalogue() == [("Attention from the ground up", "attention-from-the-ground-up"),
-                                   ("Sampling", "sampling"), ("Watch it learn", "watch-it-learn"),
-                                   ("broken.md", "broken"), ("A test lesson", "mine")]
+    english = [("Attention from the ground up", "attention-from-the-ground-up"), ("Sampling", "sampling"),
+               ("Watch it learn", "watch-it-learn")]
+    spanish = [("La atención desde cero", "attention-from-the-ground-up.es"), ("Muestreo", "sampling.es"),
+               ("Míralo aprender", "watch-it-learn.es")]
+    mine = [("broken.md", "broken"), ("A test lesson", "mine")]
+    assert library.catalogue("en") == english + mine                   # a broken file is listed in every language
+    assert library.catalogue("es") == spanish + [("broken.md", "broken")]
+    assert sorted(library.catalogue()) == sorted(english + spanish + mine) == sorted(library.catalogue("fr"))
+
+
+def test_a_spanish_lesson_is_the_english_one_asked_in_spanish():
+    """Issue 56: each shipped lesson has a Spanish twin with the same steps, views and answers; its questions and
+    texts are Spanish, its token choices the GPT's (Shakespeare's English)."""
+    for path in library.shipped():
+        if path.name.endswith(".es.md"):
+            continue
+        english, spanish = library.load(path), library.load(path.with_name(path.stem + ".es.md"))
+        assert (english.language, spanish.language) == ("en", "es")
+        assert [s.view for s in english.steps] == [s.view for s in spanish.steps]
+        assert [s.question and s.question.answer for s in english.steps] == \
+               [s.question and s.question.answer for s in spanish.steps]
+        for a, b in zip(english.steps, spanish.steps):
+            assert a.title != b.title and (not a.question or a.question.ask != b.question.ask)
+            if a.question:
+                tokens = [c for c in a.question.choices if c.startswith(" ") or c.startswith("<") or c[0].isdigit()]
+                assert all(c in b.question.choices for c in tokens), (a.title, tokens)
+
+
+def test_a_lesson_names_its_language():
+    assert lesson("## S\n").language == "en"
+    assert parse("---\ntitle: T\nlanguage: es\n---\n\n## S\n", "t.md").language == "es"
+    with pytest.raises(LessonError, match="the language is one of en, es, not 'fr'"):
+        parse("---\ntitle: T\nlanguage: fr\n---\n\n## S\n", "t.md")
 
 
 def test_the_lessons_are_shipped_as_package_data():
-    assert [p.name for p in library.shipped()] == ["attention-from-the-ground-up.md", "sampling.md",
+    assert [p.name for p in library.shipped()] == ["attention-from-the-ground-up.es.md", "attention-from-the-ground-up.md",
+                                                    "sampling.es.md", "sampling.md", "watch-it-learn.es.md",
                                                     "watch-it-learn.md"]
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert '"shipped/*.md"' in pyproject
@@ -273,8 +305,9 @@ def test_a_presenter_link_reopens_the_lecture_after_a_restart(presenting, tmp_pa
 
 
 @pytest.mark.parametrize("query, stored, says", [
-    ({"lesson": "no-such-lesson"}, "", "no lesson 'no-such-lesson': the lessons here are attention-from-the-ground-up, "
-                                       "sampling, watch-it-learn, three-steps"),
+    ({"lesson": "no-such-lesson"}, "", r"no lesson 'no-such-lesson': the lessons here are attention-from-the-ground-up\.es, "
+                                       r"attention-from-the-ground-up, sampling\.es, sampling, watch-it-learn\.es, "
+                                       "watch-it-learn, three-steps"),
     ({"lesson": "/etc/passwd"}, "", "no lesson '/etc/passwd'"),          # a name, never a path to read
     ({"lesson": "../lessons/sampling"}, "", "no lesson"),
     ({"present": "guessed"}, "", "presenter link is unknown"),

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHANGED = dict(prompt="ROMEO: 🤖 café & co?=#frag /path%20x+y ‮rtl", layer=3, head=2, mode="scores", query=5,
                temperature=1.25, top_k=7, top_p=0.5, seed=42, max_new=12, text="The Lord is my shepherd; & = ?",
                beam=3, snapshot=1, projector=True, model="decoder", feature=1586, steer_feature=1586, steer_alpha=7.5,
-               circuit_target=" S", supernodes="S copy: 0_1603_8 0_962_8; title: 2_1465_21", ablate=["1.2", "0.3"])
+               circuit_target=" S", supernodes="S copy: 0_1603_8 0_962_8; title: 2_1465_21", lang="es",
+               ablate=["1.2", "0.3"])
 
 def query_of(link: str) -> dict:
     assert link.startswith("?"), link
@@ -223,7 +224,7 @@ def control_accepts(component, value) -> str:
 def test_the_app_restores_what_its_copy_link_button_wrote(link_ends, tab):
     make_link, restore_fn, _ = link_ends
     values = [tab, CHANGED["prompt"], 1, 3, "scores", 5, 1.25, 7, 0.5, 42, 12, CHANGED["text"], 3, 0, True, "encoder",
-              1586, 1586, 7.5, CHANGED["circuit_target"], CHANGED["supernodes"], CHANGED["ablate"]]
+              1586, 1586, 7.5, CHANGED["circuit_target"], CHANGED["supernodes"], CHANGED["lang"], CHANGED["ablate"]]
     link = make_link(*values)
     out = restore(restore_fn, query_of(link))
     assert out[0].selected == tab                                     # the gr.Tabs update

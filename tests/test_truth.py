@@ -11,7 +11,8 @@ from toyviz.app.views.features import features_view
 from toyviz.app.views.layernorm import layernorm_view
 from toyviz.app.views.residual import residual_view
 from toyviz.app.views.sampling import generate_view
-from toyviz.app.views.text import EXAMPLES, EXPLAIN
+from toyviz.app.views.text import EXAMPLES
+from toyviz.i18n import t
 from toyviz.app.views.why import why_view
 from toyviz.app.explorer import Explorer
 
@@ -126,5 +127,5 @@ def test_the_layer_norm_text_says_what_its_chart_shows(shipped):
     curves = layernorm_view(shipped, PROMPT)[2]
     drawn = next(t for t in curves.data if "output std" in t.name)
     assert float(drawn.y[-1]) == pytest.approx(outputs[-1], abs=0.01)          # the number the chart draws
-    assert outputs[-1] > 1.5 and "the output does not" not in EXPLAIN["layernorm"]
-    assert "output std is not 1" in EXPLAIN["layernorm"]
+    assert outputs[-1] > 1.5 and "the output does not" not in t("explain.layernorm", "en")
+    assert "output std is not 1" in t("explain.layernorm", "en")

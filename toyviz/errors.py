@@ -17,7 +17,13 @@ log = logging.getLogger("toyviz")
 
 class UserError(ValueError):
     """Input the user can correct; the message is meant for them. A ValueError, as a bad argument is to any
-    Python caller: code that catches ValueError around toyviz's calls (or caught PromptError) still does."""
+    Python caller: code that catches ValueError around toyviz's calls (or caught PromptError) still does.
+    `key`, `fields`: the message's entry in the language catalogues and what fills it (toyviz.i18n.said), for a
+    page in another language; the text is the English, as logs and Python callers read it."""
+
+    def __init__(self, message: str = "", key: str | None = None, **fields):
+        super().__init__(message)
+        self.key, self.fields = key, fields
 
 
 class Unavailable(Exception):

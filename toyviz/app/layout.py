@@ -11,10 +11,11 @@ from toyviz.api import REGISTER_NAMES
 from toyviz.app import browser_model, presenter, projector
 from toyviz.app import reports
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
-from toyviz.app.views.text import EXPLAIN, examples
+from toyviz.app.views.text import examples
 from toyviz.app.views import circuits
 from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
+from toyviz.i18n import t
 from toyviz.interpret import explain
 from toyviz.lessons import library
 from toyviz.models.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
@@ -29,26 +30,38 @@ def header(ui):
     lesson tools. A first screen shows a figure (issue 44): the tabs start ~170 px down at 1440×900 (they started
     at 273), and on a projector the row alone (no title line) leaves room for a lesson bar, the tabs and the top of
     a figure within 720 px. The link box appears once there is a link; the note is drawn under the tab bar (page.css)."""
-    gr.Markdown(EXPLAIN["header"], elem_id="intro")
+    say = ui.say
+    say(gr.Markdown, {"value": "header.intro"}, elem_id="intro")
     with gr.Row(equal_height=False, elem_id="header"):
         # one line grows to three: Enter explores (in a multi-line box it would add a newline)
-        ui.prompt = gr.Textbox(value=DEFAULTS["prompt"], label="Prompt", placeholder="Prompt", lines=1, max_lines=3,
-                               scale=5, min_width=300, elem_id="prompt")
-        ui.model = gr.Radio([("GPT", "gpt"), ("translator encoder", "encoder"), ("translator decoder", "decoder")],
-                            value=DEFAULTS["model"], label="model shown by the first five tabs", elem_id="model",
-                            scale=4, min_width=280)
+        ui.prompt = say(gr.Textbox, {"label": "header.prompt", "placeholder": "header.prompt"}, value=DEFAULTS["prompt"],
+                        lines=1, max_lines=3, scale=5, min_width=300, elem_id="prompt")
+        ui.model = say(gr.Radio, {"label": "header.model", "choices": [("header.model_gpt", "gpt"),
+                                                                        ("header.model_encoder", "encoder"),
+                                                                        ("header.model_decoder", "decoder")]},
+                       value=DEFAULTS["model"], elem_id="model", scale=4, min_width=280)
         with gr.Column(scale=0, min_width=150, elem_id="header-run"):
-            ui.run = gr.Button("Explore", variant="primary", elem_id="run")
-            ui.projector = gr.Checkbox(value=False, label="Projector mode", elem_id="projector", container=False)
+            ui.run = say(gr.Button, {"value": "header.explore"}, variant="primary", elem_id="run")
+            ui.projector = say(gr.Checkbox, {"label": "header.projector"}, value=False, elem_id="projector",
+                               container=False)
         # on a projector the header is one line; "⋯" shows the tools it leaves out (toyviz.app.projector)
         gr.HTML(projector.MORE, elem_id="header-more", js_on_load=projector.PAGE_SCRIPT)
         with gr.Column(scale=0, min_width=190, elem_id="header-tools"):
             with gr.Row():
-                ui.link_button = gr.Button("Copy link", size="sm", elem_id="copy-link", min_width=80)
-                ui.export_button = gr.Button("Export HTML", size="sm", elem_id="export", min_width=80)
-            ui.lesson_pick = gr.Dropdown(library.catalogue(), value=None, label="Lessons", elem_id="lesson-pick")
-    ui.link = gr.Textbox(label="Link to this view", interactive=False, elem_id="link", max_lines=1, visible=False)
-    ui.exported = gr.File(label="Exported view (opens offline)", visible=False, elem_id="exported")
+                ui.link_button = say(gr.Button, {"value": "header.copy_link"}, size="sm", elem_id="copy-link",
+                                     min_width=80)
+                ui.export_button = say(gr.Button, {"value": "header.export"}, size="sm", elem_id="export", min_width=80)
+            with gr.Row():
+                # the lessons in the page's language: a lecture's language is its lesson's
+                ui.lesson_pick = say(gr.Dropdown, {"label": "header.lessons", "choices": library.catalogue}, value=None,
+                                     elem_id="lesson-pick", min_width=110)
+                # the page in the other language, the view kept (page.wire_links): a lecturer's laptop may be English
+                ui.language_button = say(gr.Button, {"value": "header.other_language"}, size="sm", elem_id="language",
+                                         min_width=64, scale=0)
+    ui.link = say(gr.Textbox, {"label": "header.link"}, interactive=False, elem_id="link", max_lines=1, visible=False)
+    ui.switch_link = gr.Textbox(visible=False)      # the query of the view in the other language
+    ui.lang = gr.Textbox(value=DEFAULTS["lang"], visible=False)   # the language a link asked for ("": the browser's)
+    ui.exported = say(gr.File, {"label": "header.exported"}, visible=False, elem_id="exported")
     ui.note = gr.Markdown(elem_id="note")
     ui.current = gr.State(DEFAULTS["tab"])
     ui.prompt_examples = []
@@ -62,10 +75,14 @@ def lesson_bar(ui):
     with gr.Column(visible=False, elem_id="lesson-panel") as ui.lesson_panel:
         ui.lesson_bar = gr.HTML(elem_id="lesson-bar", js_on_load=presenter.BAR_SCRIPT)
         with gr.Row(elem_id="lesson-buttons") as ui.lesson_buttons:
-            ui.lesson_prev = gr.Button("◀ Prev", size="sm", elem_id="lesson-prev", scale=0, min_width=90)
-            ui.lesson_next = gr.Button("Next ▶", size="sm", variant="primary", elem_id="lesson-next", scale=0, min_width=90)
-            ui.lesson_reveal = gr.Button("Reveal", size="sm", elem_id="lesson-reveal", scale=0, min_width=90)
-            ui.lesson_copy = gr.Button("Copy presenter link", size="sm", elem_id="lesson-copy", scale=0, min_width=170)
+            say = ui.say
+            ui.lesson_prev = say(gr.Button, {"value": "bar.prev"}, size="sm", elem_id="lesson-prev", scale=0, min_width=90)
+            ui.lesson_next = say(gr.Button, {"value": "bar.next"}, size="sm", variant="primary", elem_id="lesson-next",
+                                 scale=0, min_width=90)
+            ui.lesson_reveal = say(gr.Button, {"value": "bar.reveal"}, size="sm", elem_id="lesson-reveal", scale=0,
+                                   min_width=90)
+            ui.lesson_copy = say(gr.Button, {"value": "bar.copy"}, size="sm", elem_id="lesson-copy", scale=0,
+                                 min_width=170)
             reports.buttons(ui)                         # End lecture (toyviz.app.reports)
     ui.lecture = gr.State({})
     ui.lecture_key, ui.page_root = gr.Textbox(visible=False), gr.Textbox(visible=False)
@@ -76,32 +93,33 @@ def lesson_bar(ui):
 
 def intro(ui, tab: str):
     """A tab's head: its explanation (on a projector it goes under the figures: page.css)."""
-    gr.Markdown(EXPLAIN[tab])
+    ui.say(gr.Markdown, {"value": f"explain.{tab}"})
 
 
 def prompt_examples(ui, tab: str):
     """A prompt tab's example prompts (a click fills the prompt), under the figures they redraw: the first
     screen shows a figure, not a row of buttons (issue 44)."""
-    ui.prompt_examples.append(gr.Examples(**examples(tab), inputs=ui.prompt, label="Example prompts"))
+    ui.prompt_examples.append(gr.Examples(**examples(tab), inputs=ui.prompt, label=t("header.examples", "en")))
+    ui.say.add(ui.prompt_examples[-1].dataset, {"label": "header.examples"})
 
 
 def prompt_tabs(ui, sizes):
-    with gr.Tab("Tokens", id="tokens") as ui.tab_tokens:
+    with ui.say(gr.Tab, {"label": "tabs.tokens"}, id="tokens") as ui.tab_tokens:
         intro(ui, "tokens")
         ui.tokens_out = [plot("tokens-plot"), plot("embed-norms-plot")]
         prompt_examples(ui, "tokens")
-    with gr.Tab("Positions", id="positional") as ui.tab_positional:
+    with ui.say(gr.Tab, {"label": "tabs.positional"}, id="positional") as ui.tab_positional:
         intro(ui, "positional")
         ui.metric = gr.Radio(["cosine", "dot"], value="cosine", label="similarity")
         ui.positional_out = [plot("pe-plot"), plot("pe-dims-plot"), plot("pe-sim-plot")]
         prompt_examples(ui, "positional")
-        gr.Markdown("### The formula on its own, and two bugs from tutorials")
+        ui.say(gr.Markdown, {"value": "explain.positional_formula"})
         with gr.Row():
             ui.pe_d = gr.Slider(8, 512, value=64, step=2, label="d_model", elem_id="pe-d")
             ui.pe_len = gr.Slider(8, 512, value=128, step=1, label="length", elem_id="pe-len")
         ui.formula_out = [plot("pe-formula-plot"), plot("pe-bug-plot")]
-        gr.Markdown(EXPLAIN["positional_bugs"])
-    with gr.Tab("Attention", id="attention") as ui.tab_attention:
+        ui.say(gr.Markdown, {"value": "explain.positional_bugs"})
+    with ui.say(gr.Tab, {"label": "tabs.attention"}, id="attention") as ui.tab_attention:
         intro(ui, "attention")
         with gr.Row():
             ui.layer = slider("layer", "layer", upper=sizes.layers - 1, elem_id="layer")
@@ -112,7 +130,7 @@ def prompt_tabs(ui, sizes):
         # the heads' switches above the figure they change, not above the first picture
         ui.ablate = gr.CheckboxGroup(sizes.gpt_heads, label="switch heads off (layer.head)", elem_id="ablate")
         ui.attention_out = [grid, one, labels, plot("ablation-plot")]
-    with gr.Tab("Inside a head", id="inside") as ui.tab_inside:
+    with ui.say(gr.Tab, {"label": "tabs.inside"}, id="inside") as ui.tab_inside:
         intro(ui, "inside")
         with gr.Row():
             ui.query = slider("query", "query position (-1 = last token)", upper=sizes.context - 1, elem_id="query",
@@ -121,15 +139,15 @@ def prompt_tabs(ui, sizes):
                                       elem_id="last-word")
         ui.inside_out = [plot("head-steps-plot"), plot("mask-plot"), plot("leak-plot")]
         prompt_examples(ui, "inside")
-        gr.Markdown(EXPLAIN["no_mask"])
-    with gr.Tab("Layer norm", id="layernorm") as ui.tab_layernorm:
+        ui.say(gr.Markdown, {"value": "explain.no_mask"})
+    with ui.say(gr.Tab, {"label": "tabs.layernorm"}, id="layernorm") as ui.tab_layernorm:
         intro(ui, "layernorm")
         with gr.Row():
             ui.norm_name = gr.Dropdown(["block0.ln1"], value="block0.ln1", label="LayerNorm", allow_custom_value=True)
             ui.ln_position = slider("query", "token position", upper=sizes.context - 1)
         ui.layernorm_out = [plot("ln-heat-plot"), plot("ln-curve-plot"), plot("ln-param-plot"), plot("ln-hist-plot")]
         prompt_examples(ui, "layernorm")
-    with gr.Tab("Residual stream", id="residual") as ui.tab_residual:
+    with ui.say(gr.Tab, {"label": "tabs.residual"}, id="residual") as ui.tab_residual:
         intro(ui, "residual")
         ui.res_position = slider("query", "token position", upper=sizes.context - 1)
         ui.residual_out = [plot("res-norm-plot"), plot("res-share-plot"), plot("lens-plot"), plot("dla-plot")]
@@ -139,7 +157,7 @@ def prompt_tabs(ui, sizes):
 
 
 def features_tab(ui):
-    with gr.Tab("Features", id="features") as ui.tab_features:
+    with ui.say(gr.Tab, {"label": "tabs.features"}, id="features") as ui.tab_features:
         intro(ui, "features")
         with gr.Row():
             # no precision: Gradio would round 2.5 to 2 unsaid; the renderer's rule says it (controls.settle)
@@ -157,8 +175,8 @@ def circuits_tab(ui):
     """The Circuits tab (issue 45): the attribution graph with the hovered node's dashboard beside it (drawn in the
     page from the figure's own data: toyviz.app.figures.circuits.PAGE_SCRIPT), a clicked feature ablated or steered
     below; the target and the supernodes redraw on Enter and are kept in the link."""
-    with gr.Tab("Circuits", id="circuits") as ui.tab_circuits:
-        gr.Markdown(circuits.EXPLAIN)
+    with ui.say(gr.Tab, {"label": "tabs.circuits"}, id="circuits") as ui.tab_circuits:
+        intro(ui, "circuits")
         ui.prompt_examples.append(gr.Examples([text for _, text in circuits.EXAMPLES], inputs=ui.prompt,
                                               example_labels=[name for name, _ in circuits.EXAMPLES],
                                               label="Example prompts", elem_id="circuit-examples"))
@@ -185,7 +203,7 @@ def circuits_tab(ui):
 
 
 def why_tab(ui):
-    with gr.Tab("Why this token?", id="why") as ui.tab_why:
+    with ui.say(gr.Tab, {"label": "tabs.why"}, id="why") as ui.tab_why:
         intro(ui, "why")
         ui.why_token = gr.Dropdown([("the top prediction", "")], value="", allow_custom_value=True,
                                    label="explain the next token (pick one, or type a token as the tabs show it: ␣lord)", elem_id="why-token")
@@ -194,7 +212,7 @@ def why_tab(ui):
         ui.why_out = [gr.HTML(elem_id="why-summary", js_on_load=SCROLL_TO_PANEL), components,
                       plot(explain.PANELS["saliency"]), plot(explain.PANELS["lens"]), gr.HTML(elem_id="why-sources-panel")]
         prompt_examples(ui, "why")
-        gr.Markdown("### Activation patching: where does what tells two prompts apart live?")
+        ui.say(gr.Markdown, {"value": "explain.why_patching"})
         first = explain.PAIRS[0]
         ui.pair = gr.Dropdown([p.name for p in explain.PAIRS], value=first.name, label="a prepared pair (or type your own)",
                               elem_id="why-pair")
@@ -212,7 +230,7 @@ def why_tab(ui):
 
 
 def sample_tab(ui):
-    with gr.Tab("Sample", id="sample") as ui.tab_sample:
+    with ui.say(gr.Tab, {"label": "tabs.sample"}, id="sample") as ui.tab_sample:
         # one sampler (issue 44): these controls, the header's prompt, one Generate and one Stop; the page's own
         # model answers them once it is ready (web/src/sampler.js), the server until then, and the line says which.
         # The sliders, then the bars they reshape: in a lecture the lesson bar and the header fill most of the
@@ -241,7 +259,7 @@ def sample_tab(ui):
 
 
 def translate_tab(ui, sizes):
-    with gr.Tab("Translate", id="translate") as ui.tab_translate:
+    with ui.say(gr.Tab, {"label": "tabs.translate"}, id="translate") as ui.tab_translate:
         intro(ui, "translate")
         # the sentence and its translation side by side, then the attention between them; what picks the
         # attention drawn sits under it, the example sentences under that
@@ -263,12 +281,13 @@ def translate_tab(ui, sizes):
             average_or = lambda n: ["average"] + [str(i) for i in range(n)]
             ui.tr_layer = gr.Dropdown(average_or(sizes.translator_layers), value="average", label="layer")
             ui.tr_head = gr.Dropdown(average_or(sizes.translator_heads), value="average", label="head")
-        ui.source_examples = gr.Examples(**examples("text"), inputs=ui.source, label="Example sentences")
+        ui.source_examples = gr.Examples(**examples("text"), inputs=ui.source, label=t("header.sentences", "en"))
+        ui.say.add(ui.source_examples.dataset, {"label": "header.sentences"})
         ui.translate_out = [cross, plot("candidates-plot"), plot("translation-saliency-plot")]
 
 
 def model_tabs(ui, sizes):
-    with gr.Tab("Experiments", id="experiments") as ui.tab_experiments:
+    with ui.say(gr.Tab, {"label": "tabs.experiments"}, id="experiments") as ui.tab_experiments:
         intro(ui, "experiments")
         with gr.Row():
             ui.exp_variants = gr.CheckboxGroup(list(VARIANTS), value=["baseline", "learned_pe", "rope", "no_pe"],
@@ -278,7 +297,7 @@ def model_tabs(ui, sizes):
         ui.experiments_out = [gr.Markdown(elem_id="exp-summary"), curves, plot("exp-final-plot"),
                               plot("exp-extrapolation-plot"), plot("exp-no-mask-plot"), plot("no-mask-attn-plot"),
                               gr.Markdown(elem_id="no-mask-sample")]
-    with gr.Tab("Model", id="model") as ui.tab_model:
+    with ui.say(gr.Tab, {"label": "tabs.model"}, id="model") as ui.tab_model:
         intro(ui, "model")
         with gr.Row():
             ui.snapshot = slider("snapshot", "training snapshot (-1 = final model)", upper=sizes.snapshots - 1,
@@ -286,7 +305,7 @@ def model_tabs(ui, sizes):
             ui.x_axis = gr.Radio(["step", "tokens"], value="step", label="loss curve against")
         ui.model_out = [plot("params-plot"), plot("memory-plot"), plot("loss-plot"), gr.Markdown(),
                         plot("snapshot-plot")]
-        gr.Markdown("### Size calculator")
+        ui.say(gr.Markdown, {"value": "explain.size_calculator"})
         with gr.Row():
             ui.preset = gr.Dropdown(["custom", LOADED_GPT, LOADED_TRANSLATOR] + list(PRESETS), value="gpt2",
                                     label="preset (custom uses the fields)")

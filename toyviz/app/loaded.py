@@ -11,15 +11,21 @@ from types import SimpleNamespace
 
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
+from toyviz.i18n import Term, mistake
 from toyviz.models.checkpoint import snapshots
 from toyviz.settings.controls import MAX_PROMPT_CHARS, clamp, settle
+
+
+def _box(box: str) -> Term:
+    """A box's name as the messages' catalogue key ("English sentence" → boxes.english_sentence)."""
+    return Term("boxes." + box.lower().replace(" ", "_"))
 
 
 def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:
     """→ (text the model gets, a note for the user or ""). Strips NULs, cuts very long input; `box` names
     the input in the messages ("English sentence", "corrupted prompt")."""
     if not isinstance(text, str):
-        raise UserError(f"the {box} must be text, not {type(text).__name__}")
+        raise mistake("errors.not_text", box=_box(box), kind=type(text).__name__)
     note = ""
     if "\x00" in text:
         text, note = text.replace("\x00", ""), "NUL characters were removed. "
@@ -27,7 +33,7 @@ def clean_prompt(text, box: str = "prompt") -> tuple[str, str]:
         note += f"The prompt was cut from {len(text):,} to {MAX_PROMPT_CHARS:,} characters. "
         text = text[:MAX_PROMPT_CHARS]
     if not text.strip():
-        raise UserError(f"The {box} is empty: type a few words first.")
+        raise mistake("errors.empty", box=_box(box))
     return text, note
 
 

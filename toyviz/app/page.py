@@ -24,6 +24,8 @@ from toyviz.app.views.positional import formula_view
 from toyviz.app.views.sampling import generate_view, generation_pending, kv_cache_view
 from toyviz.app.views.size import preset_fields, size_view
 from toyviz.app.views.why import pair_fields, patching_view, why_choices
+from toyviz import i18n
+from toyviz.app.wording import Wording
 from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, redraw_current
 from toyviz.app.drawn import Drawn
 from toyviz.app.compute import binder, export_tab
@@ -66,6 +68,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
     # each kind of update computed at once: enough to keep every worker busy with one tab's (8 workers, 16)
     ui.at_once = max(UPDATES_AT_ONCE, 2 * workers.count if workers else 0)
     bind = lambda view: friendly(compute(view))
+    ui.say = Wording()                      # the page's words, said again in the visitor's language as it opens
     with gr.Blocks(title="toyviz — see a transformer work", delete_cache=CLEAN_CACHE) as demo:
         layout.lesson_bar(ui)                   # a lecture's step, question and join code (issue #33)
         layout.header(ui)
@@ -77,6 +80,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
             layout.translate_tab(ui, sizes)
             layout.model_tabs(ui, sizes)        # Experiments, Model
             watch.tab(ui)                       # a tiny transformer trained live (issue 46)
+            ui.say.add(ui.tab_watch, {"label": "tabs.watch"})
         ui.registry = registry(ui, bind)
         wire_tabs(ui, ui.registry, bind)
         wire_actions(ui, explorer, compute, ui.registry)
@@ -86,6 +90,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
         lecture.wire(ui, demo, ui.presenter)
         reports.wire(ui, demo, ui.presenter)     # End lecture, its report, past lectures (issue 56)
         watch.wire(ui)
+        ui.say.wire(demo)                       # the page in the visitor's language (toyviz.i18n, issue 56)
     demo.ui = ui
     return demo
 
@@ -243,7 +248,7 @@ def wire_links(ui):
     state = list(DEFAULTS)                          # the controls below, in this order
     controls = [ui.current, ui.prompt, ui.layer, ui.head, ui.mode, ui.query, ui.temperature, ui.top_k, ui.top_p,
                 ui.seed, ui.max_new, ui.source, ui.beam, ui.snapshot, ui.projector, ui.model, ui.feature,
-                ui.steer_feature, ui.steer_alpha, ui.circuit_target, ui.supernodes, ui.ablate]
+                ui.steer_feature, ui.steer_alpha, ui.circuit_target, ui.supernodes, ui.lang, ui.ablate]
     ui.make_link = lambda *values: links.build(dict(zip(state, values)))
     ui.link_button.click(ui.make_link, controls, ui.link, api_name="link").then(
         lambda: gr.Textbox(visible=True), None, ui.link, api_visibility="private").then(
@@ -251,12 +256,20 @@ def wire_links(ui):
                                    "navigator.clipboard && navigator.clipboard.writeText(u).catch(() => {}); return u; }")
     ui.projector.change(None, ui.projector, None, js=TOGGLE_PROJECTOR)
 
+    def switched(request: gr.Request, *values):
+        """The view's link in the other language (the page's language is the request's: toyviz.i18n.language)."""
+        spoken = i18n.language(request)
+        return ui.make_link(*values[:-2], next(lang for lang in i18n.LANGUAGES if lang != spoken), values[-1])
+    ui.language_button.click(limited(switched, "view"), controls, ui.switch_link, api_visibility="private").then(
+        None, ui.switch_link, None, js="(q) => { location.assign(location.pathname + q); }")
+
     def restore(request: gr.Request):
         """Deep link: the URL query sets the tab and every control it names (its renderer settles a number past
         the range, and says so: toyviz.settings.links)."""
         s = links.parse(request.query_params if request else {})
         heads = {value for _, value in ui.ablate.choices}      # the loaded GPT's: another's would fail every event
         s["ablate"] = [head for head in s["ablate"] if head in heads]
+        s["lang"] = s["lang"] if s["lang"] in i18n.LANGUAGES else ""           # only the link's own: not the browser's
         return [gr.Tabs(selected=s["tab"])] + [s[key] for key in state]
 
     ui.restore, ui.link_controls = restore, controls

@@ -24,6 +24,7 @@ from toyviz.app.watch import shared_runs
 from toyviz.classroom import qr
 from toyviz.classroom.store import Lecture, Lectures
 from toyviz.errors import UserError
+from toyviz.i18n import LANGUAGES, t
 from toyviz.lessons import answers, library
 from toyviz.lessons.check import check
 from toyviz.lessons.format import Answer, Lesson, Question, Step, matches
@@ -181,7 +182,8 @@ class Presenter:
         shown = self.shown(secret)
         lecture, step = shown.lecture, shown.step
         asked = step.question is not None and not self.lectures.closed(lecture.code, lecture.step)
-        self.lectures.reveal(secret, answers.answer(step, self.explorer.gpt, shared_runs()) if asked else None)
+        self.lectures.reveal(secret, answers.answer(step, self.explorer.gpt, shared_runs(), shown.lesson.language)
+                             if asked else None)
         return self.shown(secret)
 
     def reveal_lecture(self, secret: str) -> Lecture:
@@ -232,15 +234,17 @@ def shown_text(choice: str) -> str:
     return re.sub(r"^ +| +$", lambda spaces: "␣" * len(spaces[0]), choice)
 
 
-def join_box(code: str, root: str) -> str:
-    """The join code, the student link and its QR code: small, in the bar's corner."""
-    link = f"{root.rstrip('/')}/class/{code}"
-    code_image = f"<div class='lesson-qr' title='Click: large, for the back rows to scan'>{qr.svg(link)}</div>"
-    return (f"<div class='lesson-join'>{code_image}<div><div class='lesson-code' title='join code'>{code}</div>"
+def join_box(code: str, root: str, lang: str = LANGUAGES[0]) -> str:
+    """The join code, the student link and its QR code: small, in the bar's corner. The link of a lecture in another
+    language than English names it: the phones' page speaks the lecture's language (toyviz.classroom.routes)."""
+    link = f"{root.rstrip('/')}/class/{code}" + (f"?lang={lang}" if lang != LANGUAGES[0] else "")
+    code_image = f"<div class='lesson-qr' title='{html.escape(t('bar.qr', lang))}'>{qr.svg(link)}</div>"
+    return (f"<div class='lesson-join'>{code_image}<div><div class='lesson-code' title='{html.escape(t('bar.code', lang))}'>"
+            f"{code}</div>"
             f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1])}</div></div></div>")
 
 
-def votes_chart(question: Question, tally: dict[str, int], answer: Answer | None) -> str:
+def votes_chart(question: Question, tally: dict[str, int], answer: Answer | None, lang: str = LANGUAGES[0]) -> str:
     """The class's votes as small bars, the model's choice marked; a typed question shows its six commonest."""
     rows = question.choices or tuple(tally)[:6]
     total, most = sum(tally.values()), max(tally.values(), default=0)
@@ -252,39 +256,41 @@ def votes_chart(question: Question, tally: dict[str, int], answer: Answer | None
         lines.append(f"<tr class='{'lesson-right' if right else ''}'><td>{'✓ ' if right else ''}"
                      f"{html.escape(shown_text(choice))}</td><td class='lesson-bar-cell'><span class='lesson-votebar' "
                      f"style='width:{width:.0f}%'></span></td><td>{count}</td></tr>")
-    return (f"<table class='lesson-votes'><caption>the class: {total} vote{'s' * (total != 1)}</caption>"
+    return (f"<table class='lesson-votes'><caption>{t('bar.class_one' if total == 1 else 'bar.class', lang, count=total)}"
+            "</caption>"
             + "".join(lines) + "</table>")
 
 
 def question_box(shown: Shown, lectures: Lectures) -> str:
     """The question and its choices; after the Reveal, the model's answer beside the class's votes."""
-    question, lecture = shown.step.question, shown.lecture
+    question, lecture, lang = shown.step.question, shown.lecture, shown.lesson.language
     tally = lectures.tally(lecture.code, lecture.step)
     choices = "".join(f"<span class='lesson-choice'>{html.escape(shown_text(c))}</span>" for c in question.choices)
-    asked = f"<div class='lesson-question'><b>Predict:</b> {html.escape(question.ask)} {choices}</div>"
+    asked = f"<div class='lesson-question'><b>{t('bar.predict', lang)}</b> {html.escape(question.ask)} {choices}</div>"
     if not lecture.revealed:
         total = sum(tally.values())
-        return asked + f"<div class='lesson-waiting'>{total} vote{'s' * (total != 1)} so far · Reveal shows the answer</div>"
+        return asked + f"<div class='lesson-waiting'>{t('bar.waiting_one' if total == 1 else 'bar.waiting', lang, count=total)}</div>"
     answer = lectures.answer(lecture.code, lecture.step)
-    said = (f"<b>The model:</b> {html.escape(shown_text(answer.value))} — {html.escape(answer.detail)}"
-            if answer else "<b>The model:</b> no model loaded to answer")
-    return asked + f"<div class='lesson-reveal'><div class='lesson-answer'>{said}</div>{votes_chart(question, tally, answer)}</div>"
+    said = (f"<b>{t('bar.model', lang)}</b> {html.escape(shown_text(answer.value))} — {html.escape(answer.detail)}"
+            if answer else f"<b>{t('bar.model', lang)}</b> {t('bar.no_model', lang)}")
+    return (asked + f"<div class='lesson-reveal'><div class='lesson-answer'>{said}</div>"
+            f"{votes_chart(question, tally, answer, lang)}</div>")
 
 
 def bar(shown: Shown, lectures: Lectures, root: str, said: str = "") -> str:
     """The lesson bar's text: step counter, title, text, question (or answer and votes), join code and QR; `said`:
     why the presenter's last action was refused (a Reveal before the run's head formed), a line in the bar."""
-    step, lecture = shown.step, shown.lecture
+    step, lecture, lang = shown.step, shown.lecture, shown.lesson.language
     point = step.point if step.point and (step.question is None or lecture.revealed) else ""
     main = (f"<div class='lesson-head'><span class='lesson-counter'>{lecture.step + 1} / {lecture.steps}</span> "
             f"<b>{html.escape(step.title)}</b> <span class='lesson-name'>· {html.escape(shown.lesson.title)}</span></div>"
             f"<div class='lesson-text'>{MARKDOWN.render(step.text)}</div>"
             + (question_box(shown, lectures) if step.question else "")
-            + (f"<div class='lesson-point'><b>Look at:</b> {html.escape(point)}</div>" if point else "")
+            + (f"<div class='lesson-point'><b>{t('bar.look_at', lang)}</b> {html.escape(point)}</div>" if point else "")
             + (f"<div class='lesson-said' role='status'>{html.escape(said)}</div>" if said else ""))
     # the counter and the code stay in a corner of the screen when the bar has scrolled away (page.css)
-    badge = f"<div class='lesson-badge'>{lecture.step + 1} / {lecture.steps} · join {lecture.code}</div>"
-    return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root)}</div>{badge}"
+    badge = f"<div class='lesson-badge'>{lecture.step + 1} / {lecture.steps} · {t('bar.join', lang)} {lecture.code}</div>"
+    return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root, lang)}</div>{badge}"
 
 
 def problem(why: str) -> str:

@@ -20,6 +20,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from toyviz.errors import LoggedFault, UserError, fault
+from toyviz.i18n import LANGUAGES, current, mistake, said, t
 from toyviz.app.figures import FigureJSON, figure_json, message
 from toyviz.settings.controls import DEFAULTS, RANGES
 
@@ -49,12 +50,19 @@ def whose_error(fn):
     except gr.Error:
         raise
     except LoggedFault as err:                  # logged where it happened (a worker), with its id
-        raise Fault(str(err), duration=None, print_exception=False) from None
+        raise spoken(Fault(str(err), duration=None, print_exception=False)) from None
     except UserError as err:
         log.warning("rejected input to %s: %s", where, err)
-        raise gr.Error(str(err), duration=None, print_exception=False) from None
+        raise spoken(gr.Error(said(err), duration=None, print_exception=False)) from None
     except Exception as err:
-        raise Fault(fault(where, err), duration=None, print_exception=False) from None
+        raise spoken(Fault(fault(where, err), duration=None, print_exception=False)) from None
+
+
+def spoken(error: gr.Error) -> gr.Error:
+    """The error marked with the language it was said in: `in_place` titles its figures in it, outside the event's
+    language (toyviz.i18n.in_visitors_language ends where the error leaves the event's function)."""
+    error.lang = current()
+    return error
 
 
 def friendly(fn):
@@ -85,8 +93,7 @@ def one_per_visitor(stream_fn):
         visitor = getattr(request, "session_hash", None) or object()     # no session: a visitor of its own
         with lock:
             if visitor in streaming:
-                raise UserError("your previous generation is still streaming: wait for it or press Stop "
-                                "(one at a time for each visitor, so a class shares the machine fairly)")
+                raise mistake("errors.streaming")
             streaming.add(visitor)
         try:
             yield from stream_fn(*args)
@@ -113,7 +120,7 @@ def in_place(fn, outputs: list):
             try:
                 yield from fn(*args)
             except gr.Error as err:
-                yield placeholders(err.message, outputs, isinstance(err, Fault))
+                yield placeholders(err.message, outputs, isinstance(err, Fault), getattr(err, "lang", None))
         return stream
 
     @functools.wraps(fn)
@@ -121,16 +128,16 @@ def in_place(fn, outputs: list):
         try:
             return fn(*args)
         except gr.Error as err:
-            return placeholders(err.message, outputs, isinstance(err, Fault))
+            return placeholders(err.message, outputs, isinstance(err, Fault), getattr(err, "lang", None))
     return wrapper
 
 
-def placeholders(text: str, outputs: list, ours: bool = False) -> list:
+def placeholders(text: str, outputs: list, ours: bool = False, lang: str | None = None) -> list:
     """The message in place of each output: a figure saying it (titled as the user's mistake or, `ours`, a
     fault of ours), the first Markdown/HTML saying it, later ones and text boxes emptied (a table of the
     previous prompt's heads would pass for this one's), the rest unchanged."""
     lines = "<br>".join(html.escape(line) for line in textwrap.wrap(text, MESSAGE_LINE))
-    title = "⚠ Nothing drawn: " + ("something went wrong on our side" if ours else "the input needs a change")
+    title = t("errors.title_ours" if ours else "errors.title_input", lang)
     values, said = [], False
     for output in outputs:
         if isinstance(output, FigurePlot):
@@ -216,9 +223,12 @@ def redraw_current(ui, tabs: dict) -> str:
     """JavaScript that presses the hidden redraw button of the tab on screen, once the page has applied what the
     event before it changed (a deep link's or a lesson's tab). An event whose outputs were every tab's made
     Gradio build a new component for each output it left unchanged: ~25 ms of server CPU a redraw for 58
-    outputs, against a few for one tab's. (The tab on screen is read off the page: `ui.current` is server-side.)"""
+    outputs, against a few for one tab's. (The tab on screen is read off the page, by its label in the page's
+    language: `ui.current` is server-side.)"""
     drawn = [*tabs, *(["watch"] if hasattr(ui, "tab_watch") else [])]        # Watch it learn: toyviz.app.watch
-    names = {getattr(ui, f"tab_{name}").label: name for name in drawn}
+    # its label in every language (toyviz.i18n: a tab is labelled "tabs.<name>"), the built one too
+    names = {label: name for name in drawn
+             for label in [getattr(ui, f"tab_{name}").label] + [t(f"tabs.{name}", lang) for lang in LANGUAGES]}
     return ("async () => { await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));"
             f" const names = {json.dumps(names)};"
             " const tab = document.querySelector('#tabs [role=tab][aria-selected=true]');"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toyviz.classroom import store
+from toyviz.i18n import LANGUAGES, t
 from toyviz.classroom.store import Lectures, Report
 from toyviz.lessons.format import Lesson, LessonError, Step, matches
 
@@ -169,19 +170,20 @@ def csv_text(report: Report, made: list[Row], title: str = "") -> str:
 
 # ---------------------------------------------------------------- the HTML page ----------
 
-def figure(row: Row):
-    """The class's votes per choice, the model's answer in its own colour beside them."""
+def figure(row: Row, lang: str = LANGUAGES[0]):
+    """The class's votes per choice, the model's answer in its own colour beside them, in the lecture's language."""
     import plotly.graph_objects as go
 
     right = [bool(row.answer) and matches(c, row.answer) for c in row.choices]
     fig = go.Figure(go.Bar(x=[shown(c) for c in row.choices], y=[row.tally.get(c, 0) for c in row.choices],
                            marker_color=["#2e9e5b" if r else "#9aa5b1" for r in right],
-                           text=[("the model ✓ · " if r else "") + str(row.tally.get(c, 0)) for c, r in
+                           text=[(t("report.model_mark", lang) if r else "") + str(row.tally.get(c, 0)) for c, r in
                                  zip(row.choices, right)], textposition="outside", cliponaxis=False))
-    said = f"the model: {shown(row.answer)}" if row.answer else "not revealed" if not row.revealed else "no model answered"
+    said = (t("report.the_model", lang, answer=shown(row.answer)) if row.answer else
+            t("report.not_revealed" if not row.revealed else "report.no_model", lang))
     fig.update_layout(template="plotly_white", height=300, margin=dict(l=50, r=20, t=50, b=50),
-                      title=f"Step {row.step}: the class's {row.votes} votes · {said}",
-                      yaxis_title="votes", xaxis_type="category")
+                      title=t("report.figure_title", lang, step=row.step, votes=row.votes, said=said),
+                      yaxis_title=t("report.votes", lang), xaxis_type="category")
     return fig
 
 
@@ -191,23 +193,25 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #ddd;
 .meta{color:#555}section{margin:2em 0;border-top:2px solid #eee}"""
 
 
-def html_page(report: Report, made: list[Row], title: str = "") -> str:
+def html_page(report: Report, made: list[Row], title: str = "", lang: str = LANGUAGES[0]) -> str:
     """The report as one offline page (plotly.js inside once, no CDN): the lecture, the common misconceptions,
-    then each question step with its figure and its table."""
+    then each question step with its figure and its table; in the lecture's language `lang`."""
     import plotly.io as pio
 
     e = html.escape
     name = title or Path(report.lesson).stem
-    head = (f"<h1>{e(name)}: the lecture's report</h1><p class='meta'>{e(when(report.started))}, "
-            f"{e(minutes(report.ended - report.started))} · join code {e(report.code)} · {report.phones} phones voted · "
-            f"{len(made)} questions</p>")
+    head = (f"<h1>{e(t('report.heading', lang, lesson=name))}</h1><p class='meta'>"
+            + e(t("report.meta", lang, date=when(report.started), length=minutes(report.ended - report.started),
+                  code=report.code, phones=report.phones, questions=len(made))) + "</p>")
     found = common(made)
     if found:
-        items = "".join(f"<li><b>{e(meaning)}</b>: {n} of {row.votes} votes ({percent(n / row.votes)}) on step "
-                        f"{row.step} chose {e(shown(choice))}</li>" for row, choice, meaning, n in found)
-        head += f"<h2>Common misconceptions</h2><ul>{items}</ul>"
+        items = "".join(f"<li><b>{e(meaning)}</b>: " + e(t("report.chose", lang, count=n, votes=row.votes,
+                                                              share=percent(n / row.votes), step=row.step,
+                                                              choice=shown(choice))) + "</li>"
+                        for row, choice, meaning, n in found)
+        head += f"<h2>{t('report.common', lang)}</h2><ul>{items}</ul>"
     elif any(row.misconceptions for row in made):
-        head += f"<h2>Common misconceptions</h2><p>None: no named misconception took {percent(COMMON)} of a question's votes.</p>"
+        head += f"<h2>{t('report.common', lang)}</h2><p>{e(t('report.none_common', lang, share=percent(COMMON)))}</p>"
     parts, plotly_js = [], True
     for row in made:
         named = {choice: meaning for choice, meaning, _ in row.misconceptions}
@@ -215,20 +219,23 @@ def html_page(report: Report, made: list[Row], title: str = "") -> str:
             f"<tr{' class=right' if row.answer and matches(c, row.answer) else ''}><td>{e(shown(c))}</td>"
             f"<td>{row.tally.get(c, 0)}</td><td>{percent(row.tally.get(c, 0) / row.votes if row.votes else None)}</td>"
             f"<td>{e(named.get(c, ''))}</td></tr>" for c in row.choices)
-        changed = ("<p class='changed'>⚠ This question has changed in the lesson since the lecture: the votes "
-                   "answered the question as shown here.</p>" if row.changed else
-                   "<p class='changed'>The lesson file cannot be read now: whether this question changed is "
-                   "unknown.</p>" if row.changed is None else "")
-        answer = (f"<p><b>The model:</b> {e(shown(row.answer))} — {e(row.detail)}</p><p><b>Predicted it:</b> "
-                  f"{row.right} of {row.votes} ({percent(row.share_right) or '–'})</p>" if row.answer else
-                  f"<p><b>The model:</b> {'no model answered' if row.revealed else 'not revealed'}</p>")
-        chart = pio.to_html(figure(row), full_html=False, include_plotlyjs=plotly_js,
+        changed = (f"<p class='changed'>{t('report.changed', lang)}</p>" if row.changed else
+                   f"<p class='changed'>{t('report.unreadable', lang)}</p>" if row.changed is None else "")
+        model = t("bar.model", lang)
+        answer = (f"<p><b>{model}</b> {e(shown(row.answer))} — {e(row.detail)}</p><p><b>{t('report.predicted', lang)}"
+                  f"</b> " + e(t("report.right", lang, right=row.right, votes=row.votes,
+                                 share=percent(row.share_right) or "–")) + "</p>" if row.answer else
+                  f"<p><b>{model}</b> {t('report.no_model' if row.revealed else 'report.not_revealed', lang)}</p>")
+        chart = pio.to_html(figure(row, lang), full_html=False, include_plotlyjs=plotly_js,
                             config={"displaylogo": False})
         plotly_js = False
-        parts.append(f"<section><h2>Step {row.step}: {e(row.title)}</h2>{changed}<p><b>Asked:</b> {e(row.ask)}</p>"
-                     f"{chart}<table><tr><th>choice</th><th>votes</th><th>share</th><th>misconception</th></tr>"
-                     f"{lines}</table>{answer}<p class='meta'>Shown {e(minutes(row.seconds))}.</p></section>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(name)} · {e(when(report.started))}</title>"
+        columns = "".join(f"<th>{t(f'report.{column}', lang)}</th>" for column in ("choice", "votes", "share",
+                                                                                   "misconception"))
+        parts.append(f"<section><h2>{e(t('report.step', lang, step=row.step, title=row.title))}</h2>{changed}"
+                     f"<p><b>{t('report.asked', lang)}</b> {e(row.ask)}</p>{chart}<table><tr>{columns}</tr>"
+                     f"{lines}</table>{answer}<p class='meta'>"
+                     f"{e(t('report.shown', lang, length=minutes(row.seconds)))}</p></section>")
+    return (f"<!doctype html><html lang='{lang}'><head><meta charset='utf-8'><title>{e(name)} · {e(when(report.started))}</title>"
             f"<style>{STYLE}</style></head><body>{head}{''.join(parts)}</body></html>")
 
 
@@ -271,7 +278,8 @@ def files(lectures: Lectures, report_id: int, secrets) -> list[str]:
     if found is None:
         return []
     report, lines, title = found
+    lesson = lesson_now(report)
     stem = f"toyviz-lecture-{dt.datetime.fromtimestamp(report.started, dt.timezone.utc):%Y-%m-%d}-" \
            f"{Path(report.lesson).stem}-{report.code}"
-    return [EXPORTS.write(f"{stem}.html", html_page(report, lines, title)),
+    return [EXPORTS.write(f"{stem}.html", html_page(report, lines, title, lesson.language if lesson else LANGUAGES[0])),
             EXPORTS.write(f"{stem}.csv", csv_text(report, lines, title))]

@@ -25,6 +25,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from toyviz import i18n
 from toyviz.classroom import store
 from toyviz.classroom.store import LONGEST_CHOICE, Lecture, Lectures, normal
 from toyviz.classroom.throttle import Throttle
@@ -34,6 +35,11 @@ from toyviz.serving.proxy import client_address, trusted_hops
 
 # the page's typed answer holds what a vote may hold (its maxlength and counter), said once, here and in the store
 PAGE = Path(__file__).with_name("phone.html").read_text(encoding="utf-8").replace("__LONGEST_CHOICE__", str(LONGEST_CHOICE))
+# the page in each language, its words filled in once (toyviz.i18n: the phone's ?lang=, else its Accept-Language)
+PAGES = {lang: PAGE.replace("__WORDS__", json.dumps({key.removeprefix("phone."): text for key, text in
+                                                    i18n.catalogue(lang).items() if key.startswith("phone.")},
+                                                   ensure_ascii=False)).replace("__LANG__", json.dumps(lang))
+         for lang in i18n.LANGUAGES}
 # a join is a page load or a look-up of a code that is not a lecture's: a hall behind one address joins at
 # once, a script guessing codes gets one a second (31**6 codes: years to find a lecture)
 JOINS = (300, 1.0)
@@ -133,7 +139,8 @@ def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
     @api.get("", response_class=HTMLResponse)
     @api.get("/{code}", response_class=HTMLResponse)
     def page(request: Request, code: str = ""):
-        return refused(joins, request) or HTMLResponse(PAGE, headers={"Cache-Control": "no-cache"})
+        return refused(joins, request) or HTMLResponse(PAGES[i18n.language(request)],
+                                                       headers={"Cache-Control": "no-cache", "Vary": "Accept-Language"})
 
     @api.get("/{code}/now")
     async def now(code: str, request: Request):              # on the event loop: one indexed read, no thread hop

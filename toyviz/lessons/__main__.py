@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
             if step.question and step.question.answer in LIVE_ANSWERS:
                 print("     answer read off the live run this lesson starts, at the reveal")
             elif step.question:
-                a = answer(step, gpt)
+                a = answer(step, gpt, lang=lesson.language)
                 among = "no choice matches" if step.question.choices and a.choice is None else ""
                 print(f"     answer {quoted(a.value)} {among}— {a.detail}")
     return failed

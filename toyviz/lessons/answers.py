@@ -12,6 +12,7 @@ import torch
 
 from toyviz.api import GPT
 from toyviz.errors import UserError
+from toyviz.i18n import LANGUAGES, catalogue, t
 from toyviz.interpret.causal_mask import first_difference, prediction_shift, with_last_word
 from toyviz.interpret.positions import distinguishability
 from toyviz.lessons.format import LIVE_ANSWERS, Answer, Step, matches
@@ -136,14 +137,17 @@ COMPUTED = {     # format.ANSWERS' names → what computes each: of the GPT, or 
 }
 
 
-def answer(step: Step, gpt: GPT | None, runs: LiveRuns | None = None) -> Answer:
+def answer(step: Step, gpt: GPT | None, runs: LiveRuns | None = None, lang: str = LANGUAGES[0]) -> Answer:
     """The step's question answered on the step's view by the live GPT, or for a live answer by the run
-    `runs` holds (the app's shared runs)."""
+    `runs` holds (the app's shared runs). A value in words ("higher", "yes", "never") is said in the lesson's
+    language `lang`, as its choices are written (the catalogues' answers.*); tokens and numbers are as computed."""
     if step.question is None:
         raise ValueError(f"step {step.title!r} asks no question")
     kind = step.question.answer
     if kind not in LIVE_ANSWERS and gpt is None:
         raise UserError("no GPT is loaded to answer this question")
     value, detail = COMPUTED[kind](runs if kind in LIVE_ANSWERS else gpt, step.view)
+    worded = "answers." + value.replace(" ", "_")
+    value = t(worded, lang) if worded in catalogue(LANGUAGES[0]) else value
     choice = next((i for i, c in enumerate(step.question.choices) if matches(c, value)), None)
     return Answer(value, detail, choice)

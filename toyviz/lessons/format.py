@@ -1,6 +1,6 @@
 """The lesson file format: a Markdown file read into a Lesson of Steps, each a view, a text and maybe a question.
 
-A lesson is a Markdown file: a front matter (---, title: …, about: …, ---), then steps, each from a heading "## Title"
+A lesson is a Markdown file: a front matter (---, title: …, about: …, language: es if not English, ---), then steps, each from a heading "## Title"
 to the next (docs/teach-with-it.md has the whole format, with an example). The lines right under a step's heading, up
 to the first blank line, are its settings. A deep-link key of the app (toyviz.settings.controls.DEFAULTS: tab, prompt,
 layer, …) sets the view; a step keeps the previous step's view and changes only what it names. `ask`, `choices` and
@@ -24,10 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from toyviz.errors import UserError
+from toyviz.i18n import LANGUAGES
 from toyviz.settings import links
 from toyviz.settings.controls import CHOICES, DEFAULTS, RANGES
 
-FRONT_MATTER = ("title", "about")
+FRONT_MATTER = ("title", "about", "language")      # language: the lecture's (toyviz.i18n.LANGUAGES; default en)
 QUESTION = ("ask", "choices", "answer", "point", "misconceptions")
 ASKING = ("ask", "choices", "answer", "misconceptions")      # the settings that make a step a question
 TRAIN = "train"                         # a step that starts a live run when shown: `train: induction`
@@ -119,6 +120,7 @@ class Lesson:
     about: str
     steps: tuple[Step, ...]
     name: str                     # the file it came from, as errors name it
+    language: str = "en"          # the lecture's: its bar, its phones' page, its report (toyviz.i18n)
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,8 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
                 meta[m[1]] = unquote(m[2], lambda what: fail(what, n + 1))
     if not meta.get("title"):
         note("the front matter has no title: …", 1)
+    if meta.get("language", LANGUAGES[0]) not in LANGUAGES:
+        note(f"the language is one of {', '.join(LANGUAGES)}, not {meta['language']!r}", 1)
 
     starts = [i for i in range(end + 1, len(lines)) if HEADING.match(lines[i])]
     stray = next((i for i in range(end + 1, starts[0] if starts else len(lines)) if lines[i].strip()), None)
@@ -271,7 +275,7 @@ def parse(text: str, name: str = "<lesson>") -> Lesson:
             steps.append(Step(title, view, "\n".join(lines[n:stop]).strip(), question(settings, view, fail),
                               settings.get("point", ("", 0))[0], start + 1, origin, settings.get(TRAIN, ("", 0))[0]))
     mistakes.raise_any()
-    return Lesson(meta["title"], meta.get("about", ""), tuple(steps), name)
+    return Lesson(meta["title"], meta.get("about", ""), tuple(steps), name, meta.get("language", LANGUAGES[0]))
 
 
 # ---------------------------------------------------------------- a vote against the answer ----------

@@ -52,12 +52,17 @@ def lesson_of(name: str) -> Lesson:
     return READ[key]
 
 
-def catalogue() -> list[tuple[str, str]]:
+def catalogue(language: str | None = None) -> list[tuple[str, str]]:
     """(title, name) of each available lesson, for the app's Lessons picker (one that does not parse is named
-    by its file, and says what is wrong when opened)."""
-    def title(path: Path) -> str:
+    by its file, and says what is wrong when opened); given a `language`, the lessons in it (every lesson where
+    none is)."""
+    def read(path: Path) -> tuple[str, str]:
         try:
-            return load(path).title
+            lesson = load(path)
+            return lesson.title, lesson.language
         except (OSError, LessonError):
-            return path.name
-    return [(title(path), name) for name, path in available().items()]
+            return path.name, ""
+    found = [(*read(path), name) for name, path in available().items()]
+    if not any(lang == language for _, lang, _ in found):
+        language = None
+    return [(title, name) for title, lang, name in found if language is None or lang in (language, "")]

@@ -27,6 +27,7 @@ from collections import deque
 
 import gradio as gr
 
+from toyviz.i18n import in_visitors_language
 from toyviz.serving.proxy import client_address, trusted_hops
 from toyviz.settings.controls import MAX_BEAM, MAX_NEW_TOKENS
 
@@ -128,8 +129,9 @@ def charge(action: str, request: gr.Request | None, args: tuple = (), allowances
 
 
 def limited(fn, action: str, allowances: dict = ALLOWANCES):
-    """fn, refused (gr.Error) once its person or address has used up the action's allowance. Gradio fills
-    `request`; fn gets it too where it asks for one (toyviz.app.widgets.one_per_visitor). A generator stays
+    """fn, refused (gr.Error) once its person or address has used up the action's allowance, run in the
+    visitor's language (toyviz.i18n: every page event passes here). Gradio fills `request`; fn gets it too where it
+    asks for one (toyviz.app.widgets.one_per_visitor). A generator stays
     one. Every action has an allowance: a name without one is a mistake in the wiring (KeyError)."""
     allowances[action]                              # a name without an allowance fails at wiring, not at a visit
     passes_request = "request" in inspect.signature(fn).parameters
@@ -148,4 +150,4 @@ def limited(fn, action: str, allowances: dict = ALLOWANCES):
             take(request, args)
             return call_fn(request, args)
     wrapper.__name__ = getattr(getattr(fn, "func", fn), "__name__", action)
-    return wrapper
+    return in_visitors_language(wrapper)        # what it says (a message, a figure's words) in the visitor's

@@ -284,7 +284,7 @@ class Workers:
     def _raise(self, message: tuple, worker: Worker, fn):
         kind, name = message[0], getattr(fn, "__name__", fn)
         if kind == "user":
-            raise UserError(message[2])
+            raise UserError(message[2], message[3], **message[4])     # with its catalogue key and fields (toyviz.i18n)
         if kind == "fault":
             raise LoggedFault(message[2])
         if kind == "stopping":
@@ -397,7 +397,7 @@ class Serving:
             if not cancelled.is_set():
                 self._send(("done", ident, None))
         except UserError as err:
-            self._send(("user", ident, str(err)))
+            self._send(("user", ident, str(err), getattr(err, "key", None), getattr(err, "fields", {})))
         except Exception as err:
             self._send(("fault", ident, fault(fn.rpartition(":")[2], err)))
         finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from toyviz.errors import UserError
+from toyviz.i18n import LANGUAGES
 
 MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
@@ -33,9 +34,10 @@ DEFAULTS = {
     "text": DEFAULT_SOURCE, "beam": 4, "snapshot": -1, "projector": False, "model": "gpt",
     "feature": -1, "steer_feature": -1, "steer_alpha": 0.0,
     "circuit_target": "", "supernodes": "",       # the Circuits tab's target (blank: the top prediction), its groups
+    "lang": "",               # the page's language (toyviz.i18n; blank: the browser's), kept by a copied link
     "ablate": [],             # the Attention tab's heads switched off, "layer.head" (a shared list: never mutated)
 }
-CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS}
+CHOICES = {"tab": TABS, "mode": ("probs", "scores"), "model": MODELS, "lang": LANGUAGES}
 # None = up to the loaded model (its layers, heads, context, snapshots): the caller passes that bound
 RANGES = {"temperature": (0.0, 2.0), "top_k": (0, 200), "top_p": (0.05, 1.0), "max_new": (1, MAX_NEW_TOKENS),
           "beam": (1, MAX_BEAM), "seed": (0, 2**31 - 1), "layer": (0, None), "head": (0, None),

@@ -18,15 +18,6 @@ from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.dictionary import dashboard
 from toyviz.settings.controls import clamp
 
-EXPLAIN = ("**An attribution graph: the prediction traced back through features.** Each MLP is replaced by a "
-           "*transcoder* (sparse features, trained by this project on this GPT), attention and layer norms are frozen "
-           "at their values on this prompt, and every link is the direct effect of one node on a later one. Rows are "
-           "layers (tokens at the bottom, the predicted token's logit on top), columns positions; a link's width is "
-           "its weight, blue excites, red inhibits. Start at the logit and follow the widest links down. Hover a node "
-           "for its dashboard; click a feature to ablate it (scale 0) or steer it and compare the real GPT with the "
-           "graph's prediction. Grey diamonds are *error nodes*: what the transcoders miss. "
-           "A link from one position to a later one went through a head, but the graph cannot show why the head "
-           "looked there (attention is frozen): see docs/circuits.md, where it is wrong.")
 # the worked example of docs/circuits.md first: an induction prompt whose top prediction is " S" (p 0.97)
 EXAMPLES = [("induction: a name again", "Mistress Quickly and Master Slender went to the fair. Mistress Quickly told Master"),
             ("a title", "KING HENRY. Now, lords, for France! KING"),

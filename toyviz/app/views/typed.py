@@ -4,7 +4,7 @@ copies "␣Slender" from one tab's figure into another's box gets the same token
 from __future__ import annotations
 
 from toyviz.app.figures import visible
-from toyviz.errors import UserError
+from toyviz.i18n import mistake
 
 
 def typed_token(tokenizer, typed) -> tuple[int | None, str]:
@@ -24,6 +24,4 @@ def typed_token(tokenizer, typed) -> tuple[int | None, str]:
                                 f"token: type {visible(' ' + candidate)} for that one. ")
             return ids[0], ""
     pieces = tokenizer.pieces(tokenizer.encode(text))
-    raise UserError(f"“{visible(text)}” is not a token of the GPT's vocabulary: the model reads it as {len(pieces)} "
-                    f"tokens ({' | '.join(map(visible, pieces))}). Type one token as the other tabs show tokens "
-                    "(␣lord is “lord” with the space before it)")
+    raise mistake("errors.not_a_token", text=visible(text), count=len(pieces), pieces=" | ".join(map(visible, pieces)))

@@ -1,0 +1,148 @@
+"""The page and the server's messages in the visitor's language (issue 56, toyviz.i18n): one catalogue per
+language with every key and the same {fields}; the language of a request (?lang=, then Accept-Language); the page's
+words said again as it opens; a user's mistake said in Spanish by the server, in a worker process too."""
+import os
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
+import types
+
+import gradio as gr
+import pytest
+
+from toyviz import i18n
+from toyviz.app.explorer import Explorer
+from toyviz.errors import UserError
+
+
+def test_every_key_is_in_every_catalogue_with_the_same_fields():
+    english = i18n.catalogue("en")
+    for lang in i18n.LANGUAGES[1:]:
+        other = i18n.catalogue(lang)
+        assert set(other) == set(english), f"{lang}: missing {set(english) - set(other)}, extra {set(other) - set(english)}"
+        for key, text in english.items():
+            assert other[key].strip(), f"{lang}: {key} is empty"
+            assert i18n.placeholders(other[key]) == i18n.placeholders(text), f"{lang}: {key}'s fields differ"
+
+
+def test_the_spanish_is_spanish():
+    """Not an English text copied over: most entries of the Spanish catalogue differ from the English (names such as
+    Tokens, GPT and Prompt are the same in both), and the words a lecturer uses are there."""
+    english, spanish = i18n.catalogue("en"), i18n.catalogue("es")
+    same = [key for key in english if english[key] == spanish[key]]
+    assert len(same) < 0.15 * len(english), same
+    every = " ".join(spanish.values())
+    for term in ("cabeza", "flujo residual", "incrustación posicional", "muestreo", "temperatura"):
+        assert term in every.lower(), term
+
+
+@pytest.mark.parametrize("header, lang", [("es-MX,es;q=0.9,en;q=0.8", "es"), ("en-GB,en;q=0.9,es;q=0.8", "en"),
+                                          ("fr-FR, es;q=0.5, en;q=0.4", "es"), ("de-DE", None), ("", None),
+                                          ("en;q=0.2, es;q=0.7", "es"), ("es;q=junk, en", "en"), (None, None)])
+def test_the_accept_language_headers_best_language_of_ours(header, lang):
+    assert i18n.best(header) == lang
+
+
+def request(lang=None, accept=None):
+    return types.SimpleNamespace(query_params={"lang": lang} if lang else {},
+                                 headers={"accept-language": accept} if accept else {})
+
+
+def test_a_links_lang_comes_before_the_browsers():
+    assert i18n.language(request(accept="es-ES,es")) == "es"
+    assert i18n.language(request("en", accept="es-ES,es")) == "en"         # ?lang=en: back to English
+    assert i18n.language(request("es")) == "es"
+    assert i18n.language(request("xx", accept="de")) == "en" and i18n.language(None) == "en"
+
+
+def test_a_mistake_is_said_in_the_events_language():
+    err = i18n.mistake("errors.empty", box=i18n.Term("boxes.english_sentence"))
+    assert str(err) == "The English sentence is empty: type a few words first."     # logs and Python callers
+    with i18n.speaking("es"):
+        assert i18n.said(err) == "El campo «oración en inglés» está en blanco: escribe unas palabras primero."
+    assert i18n.said(UserError("no key")) == "no key"
+
+
+def test_a_stream_speaks_the_language_at_every_step():
+    """Gradio runs each step of a generator in a fresh copy of the context: the language is set again each time."""
+    import contextvars
+
+    def steps(request):
+        for _ in range(3):
+            yield i18n.current()
+    stream = i18n.in_visitors_language(steps)(request("es"))
+    assert [contextvars.copy_context().run(next, stream) for _ in range(3)] == ["es"] * 3
+
+
+# --------------------------------------------------------------- the page -------------------------------------
+@pytest.fixture(scope="module")
+def served(tiny_checkpoints):
+    """The app on the tiny models, served, with a worker process computing its tabs (as app.py runs)."""
+    import app
+    from toyviz.app.compute import start_workers
+    with start_workers(1, str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu") as workers:
+        demo = app.build(Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"),
+                         workers=workers.wait_ready())
+        demo.queue(default_concurrency_limit=4)
+        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False,
+                                show_error=True)
+        yield demo, url
+        demo.close()
+
+
+def test_the_pages_words_are_said_again_in_spanish(served):
+    demo, _ = served
+    ui = demo.ui
+    worded = dict(zip([component for component, _ in ui.say.worded], ui.say.updates("es")))
+    assert worded[ui.tab_attention]["label"] == "Atención" and worded[ui.tab_residual]["label"] == "Flujo residual"
+    assert worded[ui.tab_watch]["label"] == "Míralo aprender"
+    assert worded[ui.run]["value"] == "Explorar" and worded[ui.projector]["label"] == "Modo proyector"
+    assert ("codificador del traductor", "encoder") in worded[ui.model]["choices"]
+    assert worded[ui.language_button]["value"] == "English"
+    assert all(update is gr.skip() or update == gr.skip() for update in ui.say.updates("en"))
+    assert ui.tab_attention.label == "Attention" and ui.language_button.value == "Español"   # built in English
+
+
+@pytest.mark.parametrize("accept, said", [("es-ES,es;q=0.9", "El campo «prompt» está en blanco"),
+                                          ("en-US,en", "The prompt is empty")])
+def test_the_server_says_an_empty_prompt_in_the_browsers_language(served, accept, said):
+    """Through the HTTP API, the message raised in the worker process, said in the request's language."""
+    import gradio_client
+    _, url = served
+    client = gradio_client.Client(url, verbose=False, analytics_enabled=False, headers={"Accept-Language": accept})
+    with pytest.raises(Exception, match=said):
+        client.predict("   ", False, "gpt", api_name="/tokens")
+
+
+# --------------------------------------------------------------- the lecture ----------------------------------
+def test_the_phone_page_is_served_in_each_language():
+    from toyviz.classroom import routes
+    assert '"join": "Unirse"' in routes.PAGES["es"] and '"join": "Join"' in routes.PAGES["en"]
+    assert all("__WORDS__" not in page and "__LANG__" not in page for page in routes.PAGES.values())
+    assert 'LANG = "es"' in routes.PAGES["es"]
+
+
+def test_a_spanish_lessons_bar_and_join_link_are_spanish(served, tmp_path):
+    from toyviz.app import presenter
+    from toyviz.classroom.store import Lectures
+    from toyviz.lessons import library
+    lectures = Lectures(tmp_path / "lectures.sqlite")
+    lectern = presenter.Presenter(served[0].ui.presenter.explorer, lectures)
+    shown = lectern.start("sampling.es")
+    bar = presenter.bar(shown, lectures, "http://hall")
+    assert "Predice:" in bar and "0 votos hasta ahora · Revelar muestra la respuesta" in bar
+    assert f"/class/{shown.lecture.code}?lang=es" in bar and "únete con" in bar
+    english = presenter.bar(lectern.start("sampling"), lectures, "http://hall")
+    assert "Predict:" in english and "?lang=" not in english
+    assert library.load(library.find("sampling.es")).language == "es"
+
+
+def test_a_spanish_lectures_report_is_spanish():
+    from toyviz.classroom import report
+    from toyviz.classroom.store import Report
+    row = report.Row(2, "Temperatura más baja", "¿Sube o baja?", ("más alta", "más baja"), {"más alta": 3, "más baja": 1},
+                     "más alta", "…", 3, 30.0, True, False, (("más baja", "una temperatura baja quita seguridad", 1),))
+    assert report.figure(row, "es").layout.title.text == "Paso 2: los 4 votos de la clase · el modelo: más alta"
+    page = report.html_page(Report(1, "ABCDEF", "sampling.es", 0.0, 600.0, 4), [row], "Muestreo", "es")
+    for said in ("Muestreo: informe de la clase", "votaron 4 teléfonos", "Ideas erróneas frecuentes",
+                 "Lo predijeron:", "3 de 4 (75 %)", "Paso 2: Temperatura más baja", "En pantalla 30 s."):
+        assert said in page, said
+    assert "<b>Predicted it:</b>" in report.html_page(Report(1, "ABCDEF", "sampling", 0.0, 600.0, 4), [row])

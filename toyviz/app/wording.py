@@ -1,0 +1,50 @@
+"""The page's words in the visitor's language: each component with words of the catalogues is made here with its
+keys (`Wording.__call__`), in English as the page is built, and said again in the visitor's language as the page
+opens (`Wording.opened`, one event: nothing to send for an English page). The language is the request's
+(toyviz.i18n.language: ?lang=, else Accept-Language), so a deep link, the header's switch and the browser agree.
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from toyviz.i18n import LANGUAGES, language, t
+
+
+def _said(words: dict, lang: str) -> dict:
+    """{attribute: key} → {attribute: text}; `choices` is a list of (key, value) pairs, or a function of the
+    language giving the choices (the lessons in it)."""
+    return {attribute: key(lang) if callable(key) else
+            [(t(k, lang), value) for k, value in key] if attribute == "choices" else t(key, lang)
+            for attribute, key in words.items()}
+
+
+class Wording:
+    """The components made with catalogue keys, and what each says in each language."""
+
+    def __init__(self):
+        self.worded: list[tuple[gr.components.Component, dict]] = []
+
+    def __call__(self, make, words: dict, **kwargs):
+        """make(**kwargs) with `words` ({attribute: catalogue key}: label, value, placeholder; `choices` as
+        (key, value) pairs or a function of the language) said in English, and kept to be said again in the
+        visitor's language."""
+        component = make(**kwargs, **_said(words, LANGUAGES[0]))
+        self.worded.append((component, words))
+        return component
+
+    def add(self, component, words: dict):
+        """A component made elsewhere (a tab of its own module), said in the visitor's language as the page opens."""
+        self.worded.append((component, words))
+        return component
+
+    def updates(self, lang: str) -> list:
+        """Every worded component's words in `lang` (skipped in English: the page was built in it)."""
+        if lang == LANGUAGES[0]:
+            return [gr.skip()] * len(self.worded)
+        return [gr.update(**_said(words, lang)) for _, words in self.worded]
+
+    def wire(self, demo: gr.Blocks):
+        """As the page opens, its words in the request's language (not queued: text only, no model)."""
+        def opened(request: gr.Request):
+            return self.updates(language(request))
+        demo.load(opened, None, [component for component, _ in self.worded], queue=False, api_visibility="private")
