@@ -111,7 +111,7 @@ def test_truncated_weights_give_a_one_line_error(tiny_checkpoints, tmp_path):
     with pytest.raises(toyviz.CheckpointError) as err:
         toyviz.load(str(broken))
     message = str(err.value)
-    assert "\n" not in message and message.startswith("cannot load") and "python -m toyviz.train" in message
+    assert "\n" not in message and message.startswith("cannot load") and "toyviz train" in message
 
 
 def test_missing_checkpoint_says_what_to_run(tmp_path, monkeypatch):
@@ -119,7 +119,7 @@ def test_missing_checkpoint_says_what_to_run(tmp_path, monkeypatch):
         toyviz.load(str(tmp_path))
     import toyviz.models.checkpoint as ck
     monkeypatch.setattr(ck, "CHECKPOINTS", tmp_path)
-    with pytest.raises(toyviz.CheckpointError, match="python -m toyviz.train gpt"):
+    with pytest.raises(toyviz.CheckpointError, match="toyviz train gpt"):
         toyviz.load("gpt")
 
 

@@ -67,6 +67,8 @@ def says_spanish(page):
     expect()(page.locator("#tabs [role=tab]").nth(2)).to_have_text("Atención")
     assert tab_labels(page) == SPANISH_TABS
     expect()(page.get_by_text("Cada cabeza de atención convierte cada token")).to_be_visible()
+    expect()(page.locator("#layer")).to_contain_text("capa")                      # the controls' labels too
+    expect()(page.locator("#mode")).to_contain_text("puntuaciones")
 
 
 def says_english(page):

@@ -146,3 +146,13 @@ def test_a_spanish_lectures_report_is_spanish():
                  "Lo predijeron:", "3 de 4 (75 %)", "Paso 2: Temperatura más baja", "En pantalla 30 s."):
         assert said in page, said
     assert "<b>Predicted it:</b>" in report.html_page(Report(1, "ABCDEF", "sampling", 0.0, 600.0, 4), [row])
+
+
+def test_every_adopted_text_is_on_the_page(served):
+    """The [labels] and [explain_adopted] entries are matched to the page's components by their English: one that
+    matches none (its English changed in the code) would leave that control in English on a Spanish page."""
+    demo, _ = served
+    used = {key for _, words in demo.ui.say.worded for value in words.values()
+            for key in ([k for k, _ in value] if isinstance(value, list) else [value]) if isinstance(key, str)}
+    adopted = [key for key in i18n.catalogue("en") if key.startswith(("labels.", "explain_adopted."))]
+    assert [key for key in adopted if key not in used] == []

@@ -139,7 +139,7 @@ def test_an_installed_wheel_finds_checkpoints_where_it_says(wheel, tmp_path):
     message = done.stderr.strip().splitlines()[-1]
     assert message.startswith("toyviz.errors.CheckpointError")
     for said in (str(site / "checkpoints"), str(outside / "checkpoints"), "TOYVIZ_CHECKPOINTS",
-                 "python -m toyviz.train gpt"):
+                 "toyviz train gpt"):
         assert said in message, (said, message)
 
     # TOYVIZ_CHECKPOINTS first

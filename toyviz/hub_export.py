@@ -1,6 +1,6 @@
 """The shipped GPT as a Hugging Face transformers folder: GPT-NeoX weights and config, and its tokenizer.json.
 
-    python -m toyviz.hub_export OUT [--checkpoint gpt]
+    toyviz export hf OUT [--checkpoint gpt]
 
 writes OUT/config.json, model.safetensors, generation_config.json (transformers' `save_pretrained`),
 tokenizer.json and tokenizer_config.json, so that
@@ -234,7 +234,7 @@ def amend(path: Path, fields: dict) -> None:
 def main(argv=None) -> dict:
     from toyviz.models.checkpoint import CheckpointError, load_folder, resolve
 
-    p = argparse.ArgumentParser(prog="python -m toyviz.hub_export", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", type=Path, help="the folder to write (made if missing)")
     p.add_argument("--checkpoint", default="gpt", help="checkpoint name or folder (default: the shipped GPT)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)

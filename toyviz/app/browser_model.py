@@ -5,7 +5,7 @@ panel that shows it, and the files it fetches.
 files (urls and sha256) and load the page script (web/dist/toyviz.js, built by `cd web && npm ci && npm run
 build`; the model's worker is inside it) only when a view needs the page's own model (the Sample tab, a
 lesson step on it): a page opened on any other tab fetches none of the model's 11.7 MB. The files are the
-graphs (checkpoints/gpt/web/, written by `python -m toyviz.web`), the checkpoint's model.safetensors and
+graphs (checkpoints/gpt/web/, written by `toyviz export web`), the checkpoint's model.safetensors and
 tokenizer, and onnxruntime's wasm; this server sends them from memory at addresses that name their hash
 (toyviz.serving.static), or, where TOYVIZ_MODEL_ORIGIN names another origin (a Space's files on the Hub's
 CDN), the page fetches the checkpoint's files from there and this server sends none of their bytes
@@ -47,7 +47,7 @@ WASM_SETTING = "TOYVIZ_WASM_URL"          # e.g. jsDelivr's copy of the pinned o
 
 
 def manifest(folder: Path) -> dict | None:
-    """The graphs' metadata (python -m toyviz.web writes it), or None when they were not exported."""
+    """The graphs' metadata (`toyviz export web` writes it), or None when they were not exported."""
     path = folder / "web" / "graphs.json"
     return json.loads(path.read_text()) if path.is_file() else None
 
@@ -77,7 +77,7 @@ def stale(folder: Path, graphs: dict) -> str | None:
     if served == graphs["sha256"]:
         return None
     return (f"the browser's graphs were exported from other weights ({graphs['weights']} sha256 {served[:12]}…, "
-            f"graphs made from {graphs['sha256'][:12]}…): python -m toyviz.web exports them again")
+            f"graphs made from {graphs['sha256'][:12]}…): `toyviz export web` exports them again")
 
 
 def address(path: Path, shelf: Shelf, sha256: str, origin: str | None) -> str:
@@ -112,7 +112,7 @@ def missing(folder: Path = CHECKPOINTS / "gpt") -> str | None:
         return "the page's script was not built (cd web && npm ci && npm run build)"
     graphs = manifest(folder)
     if graphs is None:
-        return "the model's graphs were not exported (python -m toyviz.web)"
+        return "the model's graphs were not exported (`toyviz export web`)"
     return stale(folder, graphs)
 
 

@@ -131,7 +131,7 @@ class Explorer(Caches):
     def experiment_results(self) -> dict:
         path = EXPERIMENTS / "results.json"
         if not path.is_file():
-            raise UserError("no experiment results yet: run `python -m toyviz.experiments` (about an hour on 2 cores)")
+            raise UserError("no experiment results yet: run `toyviz experiments` (about an hour on 2 cores)")
         return json.loads(path.read_text())
 
     def no_mask_model(self):
@@ -139,7 +139,7 @@ class Explorer(Caches):
         from toyviz import load
         folder = EXPERIMENTS / "no_causal_mask"
         if not (folder / "config.json").is_file():
-            raise UserError("the no-mask model is not there: run `python -m toyviz.experiments`")
+            raise UserError("the no-mask model is not there: run `toyviz experiments`")
         device = str(self.gpt.device) if self.gpt else None          # beside the GPT, or wherever load picks
         return self.extra_models.get(str(folder), lambda: load(str(folder), device=device))
 

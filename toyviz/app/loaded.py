@@ -78,13 +78,13 @@ class Models:
     def need_gpt(self) -> GPT:
         if self.gpt is None:
             raise UserError("no GPT checkpoint is loaded: " + self.problems.get(
-                "gpt", "run `python -m toyviz.train gpt` first"))
+                "gpt", "run `toyviz train gpt` first"))
         return self.gpt
 
     def need_translator(self) -> Translator:
         if self.translator is None:
             raise UserError("no translator checkpoint is loaded: " + self.problems.get(
-                "translator", "run `python -m toyviz.train translator` first"))
+                "translator", "run `toyviz train translator` first"))
         return self.translator
 
     def snapshots(self) -> list[Path]:

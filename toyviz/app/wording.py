@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import gradio as gr
 
-from toyviz.i18n import LANGUAGES, language, t
+from toyviz.i18n import LANGUAGES, catalogue, language, t
 
 
 def _said(words: dict, lang: str) -> dict:
-    """{attribute: key} → {attribute: text}; `choices` is a list of (key, value) pairs, or a function of the
-    language giving the choices (the lessons in it)."""
+    """{attribute: key} → {attribute: text}; `choices` is a list of (key, value) pairs (a choice whose label is no
+    key stays as it is), or a function of the language giving the choices (the lessons in it)."""
     return {attribute: key(lang) if callable(key) else
-            [(t(k, lang), value) for k, value in key] if attribute == "choices" else t(key, lang)
+            [(_say(k, lang), value) for k, value in key] if attribute == "choices" else t(key, lang)
             for attribute, key in words.items()}
+
+
+def _say(key: str, lang: str) -> str:
+    return t(key, lang) if key in catalogue(LANGUAGES[0]) else key
 
 
 class Wording:
@@ -37,6 +41,29 @@ class Wording:
         self.worded.append((component, words))
         return component
 
+    def adopt(self, blocks: gr.Blocks):
+        """Every other component whose label, placeholder, info or button text is an English text of the catalogues'
+        [labels] table (a Markdown's, of [explain_adopted]), worded by it: the controls keep their English in the code
+        that lays them out (a tab's own module too), and a translator's catalogue says them in another language. A
+        radio's choices likewise."""
+        known = {text: key for key, text in catalogue(LANGUAGES[0]).items() if key.startswith("labels.")}
+        explained = {text: key for key, text in catalogue(LANGUAGES[0]).items() if key.startswith("explain_adopted.")}
+        worded = {id(component) for component, _ in self.worded}
+        for component in list(blocks.blocks.values()):
+            if id(component) in worded:
+                continue
+            words = {attribute: known[text] for attribute in ("label", "placeholder", "info")
+                     if isinstance(text := getattr(component, attribute, None), str) and text in known}
+            if isinstance(component, gr.Button) and component.value in known:
+                words["value"] = known[component.value]
+            if isinstance(component, gr.Markdown) and component.value in explained:
+                words["value"] = explained[component.value]
+            choices = getattr(component, "choices", None)
+            if isinstance(component, gr.Radio) and choices and any(str(shown) in known for shown, _ in choices):
+                words["choices"] = [(known.get(str(shown), shown), value) for shown, value in choices]
+            if words:
+                self.worded.append((component, words))
+
     def updates(self, lang: str) -> list:
         """Every worded component's words in `lang` (skipped in English: the page was built in it)."""
         if lang == LANGUAGES[0]:
@@ -44,7 +71,9 @@ class Wording:
         return [gr.update(**_said(words, lang)) for _, words in self.worded]
 
     def wire(self, demo: gr.Blocks):
-        """As the page opens, its words in the request's language (not queued: text only, no model)."""
+        """As the page opens, its words in the request's language (not queued: text only, no model); the components
+        made without keys are adopted first (`adopt`)."""
+        self.adopt(demo)
         def opened(request: gr.Request):
             return self.updates(language(request))
         demo.load(opened, None, [component for component, _ in self.worded], queue=False, api_visibility="private")

@@ -1,4 +1,4 @@
-"""A user's own text for the GPT: `python -m toyviz.train gpt --text FILE_OR_FOLDER [--val-text FILE]`.
+"""A user's own text for the GPT: `toyviz train gpt --text FILE_OR_FOLDER [--val-text FILE]`.
 
 Each path is a UTF-8 file or a folder of `.txt` files (read in name order). Several paths and
 files are joined with a blank line, as the Shakespeare works are. Without `--val-text` the last

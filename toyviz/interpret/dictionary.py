@@ -1,6 +1,6 @@
 """A trained feature dictionary of the GPT, loaded: what a UI asks of it.
 
-`python -m toyviz.features` trains a sparse autoencoder on one site of the GPT and saves it, with
+`toyviz features` trains a sparse autoencoder on one site of the GPT and saves it, with
 every feature's dashboard data, in <checkpoint>/features/. Loaded (`load_features`; the app keeps
 one per GPT, toyviz.app.caches), it answers:
 
@@ -155,12 +155,12 @@ def for_this(gpt: GPT) -> str:
 
 
 def load_features(gpt: GPT | str = "gpt", folder: str | Path | None = None) -> Features:
-    """The dictionary trained by `python -m toyviz.features`: gpt a loaded GPT or what toyviz.load
+    """The dictionary trained by `toyviz features`: gpt a loaded GPT or what toyviz.load
     takes; folder by default <the GPT's checkpoint>/features."""
     gpt = gpt if isinstance(gpt, GPT) else load(gpt)
     folder = Path(folder) if folder is not None else Path(gpt.source) / FOLDER
     if not (folder / "sae.json").is_file():
-        raise CheckpointError(f"no feature dictionary in {folder}: run `python -m toyviz.features"
+        raise CheckpointError(f"no feature dictionary in {folder}: run `toyviz features"
                               f"{for_this(gpt)}` to train one")
     sae = SparseAutoencoder.load(folder, str(gpt.device))
     return Features(gpt, sae, Dashboards.load(folder), json.loads((folder / "metrics.json").read_text()))

@@ -3,5 +3,5 @@
 format: a lesson file read into a Lesson, every mistake named with its line; check: its views against the loaded
 models; library: which lessons there are and the one resolver of a lesson's name; answers: what the model computes
 at a reveal. No Gradio here; the app's presenter and the classroom's store and routes sit above.
-`python -m toyviz.lessons [FILE …]` checks lesson files before class.
+`toyviz lessons [FILE …]` checks lesson files before class.
 """

@@ -54,8 +54,8 @@ TOKENIZER_STEMS = {"gpt": ("tokenizer",), "translator": ("source", "target")}
 
 def _fix(name_or_path: str) -> str:
     if name_or_path in SHIPPED:
-        return f"run `python -m toyviz.train {name_or_path}` to create it"
-    return "point at a folder written by `python -m toyviz.train` (config.json, model.safetensors, *.tiktoken)"
+        return f"run `toyviz train {name_or_path}` to create it"
+    return "point at a folder written by `toyviz train` (config.json, model.safetensors, *.tiktoken)"
 
 
 def _not_shipped_here(name: str, path: Path) -> CheckpointError:

@@ -124,7 +124,7 @@ class KVCache:
 def causal_allowed(Tq: int, Tk: int, device: torch.device) -> torch.Tensor:
     """(1, 1, Tq, Tk) bool, queries the last Tq of Tk positions: query i sees keys up to Tk - Tq + i. Made
     once per shape and shared (never written to), not once per layer and pass; an export (torch.export,
-    python -m toyviz.web) traces the operations instead, for any number of positions."""
+    `toyviz export web`) traces the operations instead, for any number of positions."""
     return triangle(Tq, Tk, device) if torch.compiler.is_compiling() else cached_triangle(Tq, Tk, device)
 
 

@@ -1,4 +1,4 @@
 """Making the shipped checkpoints from the corpora (toyviz.data, below this package): batches, the training loop,
 resumable runs, the run record and model card, one module per recipe (gpt, translator, dictionary),
 held-out evaluation, the architecture experiments, live runs in front of a class, and the
-`python -m toyviz.train` command (cli)."""
+`toyviz train` command (cli)."""

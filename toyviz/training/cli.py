@@ -34,7 +34,7 @@ RECIPES = {"gpt": gpt_recipe, "translator": translator_recipe}
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=["gpt", "translator"])
+    p.add_argument("kind", choices=["gpt", "translator"], help="which model: the GPT (Shakespeare) or the translator")
     p.add_argument("--minutes", type=float, help="wall-clock budget (the step count follows the measured step time)")
     p.add_argument("--steps", type=int, help="number of optimizer steps (overrides --minutes)")
     p.add_argument("--out", help="checkpoint folder (default checkpoints/<kind>)")

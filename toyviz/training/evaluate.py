@@ -199,7 +199,7 @@ def main(argv=None):
     from toyviz.data import bible, everyday, shakespeare
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=["gpt", "translator"])
+    parser.add_argument("kind", choices=["gpt", "translator"], help="which model to evaluate")
     parser.add_argument("--checkpoint", help="folder or Hub repo id (default: the shipped one)")
     parser.add_argument("--device")
     parser.add_argument("--beams", default="1,4", help="translator: comma-separated beam widths")

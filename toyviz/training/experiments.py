@@ -69,7 +69,7 @@ def no_mask_card(result: dict, steps: int, device: str) -> str:
     return (f"---\nlibrary_name: toyviz\nlicense: mit\ntags: [education, gpt, toyviz]\n---\n\n"
             f"# toyviz experiment: a GPT trained without the causal mask\n\n"
             f"The experiments' baseline GPT ({result['params']:,} parameters, {steps} steps on {device_name(device)}, "
-            f"`python -m toyviz.experiments`) with one change: attention may look at later tokens. On the validation "
+            f"`toyviz experiments`) with one change: attention may look at later tokens. On the validation "
             f"plays it scores {result['val_bits_per_char_as_trained']} bits/char when it can see the future — it "
             f"copies the next token — and {result['val_bits_per_char']} bits/char when each position is scored "
             f"from its prefix alone, as generation must. Shipped only so the explorer can show what it attends to.\n")

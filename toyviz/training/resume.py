@@ -9,7 +9,7 @@ renamed, so a run killed mid-save leaves the previous state, never a torn one.
 
 A run stops and saves when it receives SIGTERM or SIGINT (the end of a session), when its
 `--pause-after-minutes` or `--pause-at-step` is reached, and saves every few minutes in case it is
-killed outright. `python -m toyviz.train … --resume` goes on from the state.
+killed outright. `toyviz train … --resume` goes on from the state.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The architecture experiments' variants: small GPTs that differ from BASELINE in exactly one thing.
 
 Pure data (no torch, no training code), so the app can list the variants without importing the
-training loop; `python -m toyviz.experiments` trains them.
+training loop; `toyviz experiments` trains them.
 """
 from dataclasses import replace
 

@@ -1,6 +1,6 @@
 """The shipped GPT in the student's browser: ONNX graphs exported from the model the app traces.
 
-`python -m toyviz.web` writes two graphs next to the checkpoint (checkpoints/gpt/web/):
+`toyviz export web` writes two graphs next to the checkpoint (checkpoints/gpt/web/):
 
 - prefill.onnx: ids (1, T) → logits (T, V), attention (L, H, T, T), keys and values (L, H, T, d_head);
 - step.onnx: one new id (1, 1) and the cached keys/values (L, H, P, d_head) → the next-token logits (V,)

@@ -1,6 +1,6 @@
 """Experiments view: what changing one piece of the architecture did, from results.json.
 
-Pure functions of the results dict that `python -m toyviz.experiments` writes.
+Pure functions of the results dict that `toyviz experiments` writes.
 """
 from __future__ import annotations
 

@@ -74,13 +74,13 @@ def load_transcoders(gpt, folder: str | Path | None = None) -> TranscoderSet:
     folder = Path(folder) if folder else Path(gpt.source) / FOLDER
     if not (folder / "transcoders.json").is_file():
         from toyviz.interpret.dictionary import for_this
-        raise FileNotFoundError(f"no transcoders in {folder}: train them with python -m toyviz.transcoders"
+        raise FileNotFoundError(f"no transcoders in {folder}: train them with `toyviz transcoders`"
                                 f"{for_this(gpt)}")
     return TranscoderSet.load(folder, str(gpt.device))
 
 
 def load_labels(transcoders_folder: str | Path) -> list[list[str]] | None:
-    """Each layer's feature labels from the transcoders' dashboards (python -m toyviz.transcoders), or None."""
+    """Each layer's feature labels from the transcoders' dashboards (`toyviz transcoders`), or None."""
     layers = sorted((Path(transcoders_folder) / DASHBOARDS).glob("layer*"), key=lambda f: int(f.name[len("layer"):]))
     return [Dashboards.load(folder).labels for folder in layers] or None
 
