@@ -8,7 +8,7 @@ import time
 from test_browser import WAIT, browser, expect, pytestmark  # noqa: F401
 from test_browser_lessons import COVERED, presenter_page, screen, server  # noqa: F401
 from toyviz.app.watch import shared_runs
-from toyviz.training import live
+from toyviz.training import live_answers
 
 
 def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser):  # noqa: F811
@@ -36,7 +36,7 @@ def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser): 
         page.evaluate("scrollTo(0, 0)")
         screen(page, "lesson-watch-refused")
         deadline = time.monotonic() + 300
-        while live.crossing_step(runs.current(), live.BORN_AT) is None:
+        while live_answers.crossing_step(runs.current(), live_answers.BORN_AT) is None:
             if runs.current().records and not runs.current().running:
                 break
             assert time.monotonic() < deadline, "the lesson's run formed no head in 300 s"
@@ -44,7 +44,7 @@ def test_a_lesson_trains_live_and_reveals_the_runs_own_answer(server, browser): 
         page.locator("#lesson-reveal").click()
         answer = page.locator("#lesson-bar .lesson-answer")
         expect()(answer).to_contain_text("The model:", timeout=WAIT)
-        step = live.crossing_step(runs.current(), live.BORN_AT)
+        step = live_answers.crossing_step(runs.current(), live_answers.BORN_AT)
         assert f"step {step}" in answer.inner_text()
         expect()(page.locator("body")).not_to_have_class("lesson-hides", timeout=WAIT)
         screen(page, "lesson-watch-revealed")

@@ -8,7 +8,7 @@ from toyviz.app import presenter
 from toyviz.errors import UserError
 from toyviz.lessons import answers, library
 from toyviz.lessons.format import LessonError, matches, parse
-from toyviz.training import live
+from toyviz.training import live, live_answers
 
 LESSON = """---
 title: t
@@ -93,7 +93,7 @@ def test_the_shipped_lesson_is_answered_by_a_real_run():
     runs.start(step.train, seed=0)
     try:
         deadline = time.monotonic() + 300
-        while runs.current().running and live.crossing_step(runs.current(), live.BORN_AT) is None:
+        while runs.current().running and live_answers.crossing_step(runs.current(), live_answers.BORN_AT) is None:
             assert time.monotonic() < deadline, "the run formed no head in 300 s"
             time.sleep(1)
         answer = answers.answer(step, None, runs)

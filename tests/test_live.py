@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from toyviz.app.figures import live as figures
-from toyviz.training import live
+from toyviz.training import live, live_answers
 
 SHORT = dict(steps=60, every=10, min_step_s=0.0)   # a few seconds even on a busy laptop
 LONG = dict(steps=100_000, every=10)                # runs until stopped, at the lecture's pace
@@ -130,18 +130,18 @@ def made_up_run(scores: list[float]) -> live.Run:
 
 def test_the_lesson_answer_is_the_step_the_induction_score_crossed_the_threshold():
     run = made_up_run([0.05, 0.1, 0.2, 0.45, 0.7, 0.9, 0.95])
-    assert live.crossing_step(run, 0.5) == 40
-    assert live.crossing_step(run, 0.8) == 50
-    assert live.crossing_step(run, 0.99) is None
-    assert live.crossing_step(run, 0.5, "previous") == 40
-    assert live.plateau_loss(run) == pytest.approx(3.0 - 2.9 * 0.2)   # median of steps 10-30
+    assert live_answers.crossing_step(run, 0.5) == 40
+    assert live_answers.crossing_step(run, 0.8) == 50
+    assert live_answers.crossing_step(run, 0.99) is None
+    assert live_answers.crossing_step(run, 0.5, "previous") == 40
+    assert live_answers.plateau_loss(run) == pytest.approx(3.0 - 2.9 * 0.2)   # median of steps 10-30
 
 
 def test_the_lesson_answer_from_a_real_run():
     runs = live.LiveRuns()
     runs.start("induction", seed=0, steps=300, every=10, min_step_s=0.0)
     run = finished(runs)
-    born = live.crossing_step(run, 0.5)
+    born = live_answers.crossing_step(run, 0.5)
     assert born is not None and 0 < born < 300
     at_birth = next(r for r in run.records if r["step"] == born)
     assert max(map(max, at_birth["induction"])) >= 0.5

@@ -26,6 +26,7 @@ from toyviz.app.figures import live as figures
 from toyviz.app.widgets import friendly, plot
 from toyviz.serving.limits import visitor
 from toyviz.training import live
+from toyviz.training.live_answers import crossing_step
 
 EXPLAIN = """**Watch it learn.** Press *Start* and a tiny transformer trains on this server, in front of you:
 every page open on this tab watches the same run. *An induction head forms*: a 2-layer attention-only model
@@ -116,7 +117,7 @@ def status(run: live.Run | None, page: live.Who = live.Who()) -> str:
         line += (" Your run: **Stop** ends it." if page.owns(run) else
                  f" {whose[0].upper()}{whose[1:]}: you are watching it (only {run.stopper} can stop it).")
     if run.recipe == "induction" and last:
-        born = live.crossing_step(run, figures.BORN_AT)
+        born = crossing_step(run, figures.BORN_AT)
         line += (f" The induction head was born at step **{born:,}** (score ≥ {figures.BORN_AT})." if born is not None
                  else " No induction head yet.")
     return line + (f"\n\n{run.error}" if run.state == "failed" else "")

@@ -19,7 +19,8 @@ from toyviz.lessons.format import LIVE_ANSWERS, Answer, Step, matches
 from toyviz.models.layers import ENCODING_VARIANTS, sinusoidal_encoding
 from toyviz.models.sampling import draw, next_token_probs
 from toyviz.settings.controls import FORMULA, KV_NEW_TOKENS, LAST_WORD, clamp
-from toyviz.training.live import BORN_AT, LiveRuns, crossing_step
+from toyviz.training.live import LiveRuns
+from toyviz.training.live_answers import BORN_AT, crossing_step
 
 DRAWS = 10                  # "distinct draws": how many next tokens the class imagines drawing
 

@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from toyviz.app.figures import figure, heatmap, message, style, subplots, token_labels
-from toyviz.training.live import BORN_AT, Run, crossing_step, settings_for
+from toyviz.training.live import Run, settings_for
+from toyviz.training.live_answers import BORN_AT, crossing_step
 
 LOSSES = (("loss", "all tokens", "#1f77b4"), ("early_loss", "early tokens (first time seen)", "#ff7f0e"),
           ("in_context_loss", "in-context: late tokens (seen before)", "#2ca02c"))
