@@ -141,11 +141,15 @@ def test_a_spanish_lecture_its_bar_and_its_phones_page(url, spanish, browser):
     expect()(bar).to_contain_text("Predice:", timeout=WAIT)
     expect()(bar).to_contain_text("¿Qué token pondrá primero el modelo")
     expect()(bar.locator(".lesson-waiting")).to_contain_text("0 votos hasta ahora")
-    expect()(spanish.locator("#lesson-next")).to_have_text("Siguiente ▶")
+    expect()(spanish.locator("#lesson-next")).to_have_text("Adelante ▶")
     expect()(spanish.locator("#lesson-reveal")).to_have_text("Revelar")
     shot(spanish, "i18n-es-lecture")
-    link = bar.locator(".lesson-link").inner_text()
-    assert link.endswith("?lang=es"), link
+    spanish.locator("#projector input").check()                             # the hall's screen: docs/teach-with-it.es.md
+    expect()(spanish.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)
+    expect()(spanish.locator("#bars-plot .gtitle").first).to_be_visible(timeout=WAIT)
+    settle(spanish)
+    spanish.screenshot(path=str(SHOTS / "i18n-es-lecture-projector.png"))
+    link = bar.locator(".lesson-link").inner_text() + "?lang=es"           # the QR code's link: the lecture's language
     phone = browser.new_page(viewport={"width": 390, "height": 844})           # an English phone
     try:
         phone.goto(url.split("://")[0] + "://" + link, wait_until="domcontentloaded", timeout=60_000)

@@ -235,13 +235,14 @@ def shown_text(choice: str) -> str:
 
 
 def join_box(code: str, root: str, lang: str = LANGUAGES[0]) -> str:
-    """The join code, the student link and its QR code: small, in the bar's corner. The link of a lecture in another
-    language than English names it: the phones' page speaks the lecture's language (toyviz.classroom.routes)."""
+    """The join code, the student link and its QR code: small, in the bar's corner. The QR code's link of a lecture in
+    another language than English names it: the phones' page speaks the lecture's language (toyviz.classroom.routes);
+    the link written out stays as short as a hall types it."""
     link = f"{root.rstrip('/')}/class/{code}" + (f"?lang={lang}" if lang != LANGUAGES[0] else "")
     code_image = f"<div class='lesson-qr' title='{html.escape(t('bar.qr', lang))}'>{qr.svg(link)}</div>"
     return (f"<div class='lesson-join'>{code_image}<div><div class='lesson-code' title='{html.escape(t('bar.code', lang))}'>"
             f"{code}</div>"
-            f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1])}</div></div></div>")
+            f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1].split('?')[0])}</div></div></div>")
 
 
 def votes_chart(question: Question, tally: dict[str, int], answer: Answer | None, lang: str = LANGUAGES[0]) -> str:
