@@ -232,10 +232,12 @@ def tab(ui):
                                       min_width=90)
             ui.watch_start = gr.Button("Start", variant="primary", elem_id="watch-start", min_width=90)
             ui.watch_stop = gr.Button("Stop", elem_id="watch-stop", min_width=90, visible=False)   # its owner's
-        ui.watch_text = gr.Textbox(value=DEFAULT_TEXT, lines=4, max_lines=8, elem_id="watch-text",
-                                   label=f"text to learn from (From noise to words; {live.MIN_TEXT_CHARS:,} to "
-                                         f"{live.MAX_TEXT_CHARS:,} characters)")
-        with gr.Row():
+        # the text and the step picker side by side: on a projector they stand in one row under the buttons, and the
+        # loss curve under them still starts on a 720p first screen (page.css; on a laptop, under the figures)
+        with gr.Row(equal_height=False):
+            ui.watch_text = gr.Textbox(value=DEFAULT_TEXT, lines=4, max_lines=8, elem_id="watch-text", scale=2,
+                                       label=f"text to learn from (From noise to words; {live.MIN_TEXT_CHARS:,} to "
+                                             f"{live.MAX_TEXT_CHARS:,} characters)")
             ui.watch_which = gr.Radio([LATEST, LAST_FINISHED], value=LATEST, label="show", elem_id="watch-which")
             ui.watch_step = gr.Slider(-1, LONGEST, value=-1, step=1, label="step shown (-1 = the latest)",
                                       elem_id="watch-step", scale=2)
