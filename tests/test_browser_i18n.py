@@ -69,6 +69,7 @@ def says_spanish(page):
     expect()(page.get_by_text("Cada cabeza de atención convierte cada token")).to_be_visible()
     expect()(page.locator("#layer")).to_contain_text("capa")                      # the controls' labels too
     expect()(page.locator("#mode")).to_contain_text("puntuaciones")
+    expect()(page.get_by_role("button", name="una frase repetida (inducción)")).to_be_visible()   # an example's name
 
 
 def says_english(page):

@@ -149,10 +149,11 @@ def test_a_spanish_lectures_report_is_spanish():
 
 
 def test_every_adopted_text_is_on_the_page(served):
-    """The [labels] and [explain_adopted] entries are matched to the page's components by their English: one that
+    """The [labels], [explain_adopted] and [example_labels] entries are matched to the page's components by their English: one that
     matches none (its English changed in the code) would leave that control in English on a Spanish page."""
     demo, _ = served
     used = {key for _, words in demo.ui.say.worded for value in words.values()
-            for key in ([k for k, _ in value] if isinstance(value, list) else [value]) if isinstance(key, str)}
-    adopted = [key for key in i18n.catalogue("en") if key.startswith(("labels.", "explain_adopted."))]
+            for key in ([k[0] if isinstance(k, tuple) else k for k in value] if isinstance(value, list) else [value])
+            if isinstance(key, str)}
+    adopted = [key for key in i18n.catalogue("en") if key.startswith(("labels.", "explain_adopted.", "example_labels."))]
     assert [key for key in adopted if key not in used] == []

@@ -14,7 +14,8 @@ def _said(words: dict, lang: str) -> dict:
     """{attribute: key} → {attribute: text}; `choices` is a list of (key, value) pairs (a choice whose label is no
     key stays as it is), or a function of the language giving the choices (the lessons in it)."""
     return {attribute: key(lang) if callable(key) else
-            [(_say(k, lang), value) for k, value in key] if attribute == "choices" else t(key, lang)
+            [(_say(k, lang), value) for k, value in key] if attribute == "choices" else
+            [_say(k, lang) for k in key] if attribute == "sample_labels" else t(key, lang)
             for attribute, key in words.items()}
 
 
@@ -45,12 +46,17 @@ class Wording:
         """Every other component whose label, placeholder, info or button text is an English text of the catalogues'
         [labels] table (a Markdown's, of [explain_adopted]), worded by it: the controls keep their English in the code
         that lays them out (a tab's own module too), and a translator's catalogue says them in another language. A
-        radio's choices likewise."""
-        known = {text: key for key, text in catalogue(LANGUAGES[0]).items() if key.startswith("labels.")}
-        explained = {text: key for key, text in catalogue(LANGUAGES[0]).items() if key.startswith("explain_adopted.")}
-        worded = {id(component) for component, _ in self.worded}
+        radio's choices and the example prompts' names ([example_labels]) likewise."""
+        english = catalogue(LANGUAGES[0]).items()
+        known = {text: key for key, text in english if key.startswith("labels.")}
+        explained = {text: key for key, text in english if key.startswith("explain_adopted.")}
+        examples = {text: key for key, text in english if key.startswith("example_labels.")}
+        worded = {id(component): words for component, words in self.worded}
         for component in list(blocks.blocks.values()):
-            if id(component) in worded:
+            labels = getattr(component, "sample_labels", None) if isinstance(component, gr.Dataset) else None
+            if id(component) in worded:         # made with its keys: only its examples' names to add
+                if labels and any(label in examples for label in labels):
+                    worded[id(component)]["sample_labels"] = [examples.get(label, label) for label in labels]
                 continue
             words = {attribute: known[text] for attribute in ("label", "placeholder", "info")
                      if isinstance(text := getattr(component, attribute, None), str) and text in known}
@@ -61,6 +67,8 @@ class Wording:
             choices = getattr(component, "choices", None)
             if isinstance(component, gr.Radio) and choices and any(str(shown) in known for shown, _ in choices):
                 words["choices"] = [(known.get(str(shown), shown), value) for shown, value in choices]
+            if labels and any(label in examples for label in labels):
+                words["sample_labels"] = [examples.get(label, label) for label in labels]
             if words:
                 self.worded.append((component, words))
 
