@@ -5,11 +5,13 @@ explanation under its figures. This script does what a style sheet cannot:
 
 - each figure is sized to the screen it is on: as Gradio hands a figure to plotly (`Plotly.react`), a figure taller
   than the room below its top on the first screen is drawn that tall (the first figure of a tab fills the rest of
-  the first screen), one further down at most a screen's height: zoomed, its text, margins and markers in proportion
+  the first screen, wherever it starts: under a lesson's bar too), one further down at most a screen's height: zoomed, its text, margins and markers in proportion
   with its height, never below SMALLEST of it (its text then a laptop's size, or larger). Zoomed alike, no two of its
   texts meet that did not (tests/test_browser_truth; text shrunk less than the height made tick labels run into the
   subplot titles of Inside a head and the row names of Layer norm). Its layout is changed before the one drawing, so
-  nothing is drawn twice; the server's figure (its export, its download) keeps its own height;
+  nothing is drawn twice; the server's figure (its export, its download) keeps its own height. In a lesson a
+  question's figures are drawn covered, and Reveal grows the bar above them (the votes, the answer): revealed, the
+  tab's figures are fitted again to the room they then have (drawn once more, as the cover goes);
 - the tab on screen is scrolled into the tab row's view (a link to the Model tab shows its tab);
 - "⋯" in the header shows the tools the one line leaves out (Copy link, Export HTML, Lessons).
 
@@ -34,11 +36,18 @@ element.addEventListener('click', (event) => {
 if (!window.toyvizProjector) {
     window.toyvizProjector = true;
     const FLOOR = %(floor)s, LEAST = %(least)s, SMALLEST = %(smallest)s;
-    // the room for a figure about to be drawn: below its top on the first screen, or one screen
+    // the tab's first figure shown: the one the first screen is for
+    const first = (gd) => {
+        const tab = gd.closest('.tabitem');
+        const plots = tab ? [...tab.querySelectorAll('[id$="-plot"]')].filter((e) => e.offsetParent !== null) : [];
+        return plots.length > 0 && plots[0].contains(gd);
+    };
+    // the room for a figure about to be drawn: below its top on the first screen (the tab's first figure, or one
+    // starting above FLOOR), or one screen
     const room = (gd) => {
         const top = gd.getBoundingClientRect().top + window.scrollY, screen = window.innerHeight;
         const below = screen - top - 12;
-        return Math.max(LEAST, Math.floor(below >= FLOOR * screen ? below : screen - 24));
+        return Math.max(LEAST, Math.floor(below >= FLOOR * screen || first(gd) ? below : screen - 24));
     };
     // every text size and marker size of a figure (and of its template and traces) times k, its height's ratio:
     // the figure zoomed, its titles, gaps and points in proportion (a figure laid out for its height keeps its look)
@@ -60,6 +69,9 @@ if (!window.toyvizProjector) {
     const fit = (gd, data, layout) => {
         if (!document.body.classList.contains('projector') || !layout || !(layout.height > 0)) return;
         if (!gd.closest || !gd.closest('[id$="-plot"]')) return;
+        // covered by a lesson's question: kept as given, to be fitted again when revealed (`refit`)
+        if (document.body.classList.contains('lesson-hides'))
+            gd.toyvizGiven = JSON.parse(JSON.stringify({data, layout}));
         // the attribution graph is pointed at, node by node: squeezed, a layer's nodes at one position covered
         // each other and a hover found the wrong one (its width, not its height, sets how far apart they stand)
         if (gd.closest('#circuit-graph-plot')) return;
@@ -84,6 +96,17 @@ if (!window.toyvizProjector) {
         } catch (err) { /* read-only: figures keep their height */ }
         return plotly;
     };
+    // Reveal: the figures drawn covered, fitted again below the bar as it now stands
+    const refit = () => {
+        if (document.body.classList.contains('lesson-hides') || !window.Plotly) return;
+        for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+            const given = gd.toyvizGiven;
+            if (!given || gd.offsetParent === null) continue;
+            delete gd.toyvizGiven;
+            window.Plotly.react(gd, given.data, given.layout);
+        }
+    };
+    new MutationObserver(refit).observe(document.body, {attributes: true, attributeFilter: ['class']});
     if (window.Plotly) patch(window.Plotly);
     else {
         let held;
