@@ -44,7 +44,7 @@ def worst_calls(explorer):
     from toyviz.app.views import circuits, sampling, size, why
     from toyviz.interpret.explain import PAIRS
     from toyviz.settings.controls import DEFAULTS, MAX_BEAM, MAX_NEW_TOKENS
-    sizes, pair = explorer.sizes(), PAIRS[0]
+    sizes, pair = explorer.models.sizes(), PAIRS[0]
     page = {"prompt": DEFAULTS["prompt"], "projector": False, "model": "gpt", "metric": "cosine", "layer": 0,
             "head": 0, "mode": "probs", "ablate": [], "query": -1, "last_word": "dream", "norm_name": "block0.ln1",
             "ln_position": -1, "res_position": -1, "why_token": "", "feature": -1, "feature_search": "",

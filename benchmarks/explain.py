@@ -35,7 +35,7 @@ def main(argv=None):
     explorer = Explorer.load("gpt", "translator", "cpu")
     gpt = explorer.gpt
     start = time.perf_counter()
-    index, reason = explorer.training_index()
+    index, reason = explorer.caches.training_index()
     index_ms = (time.perf_counter() - start) * 1e3
     prompts = [gpt.tokenizer.decode(gpt.tokenizer.encode(prompt_of(80, seed))[:63]) for seed in range(3 if args.quick else 9)]
     why_view(explorer, "warm up the kernels", "")

@@ -678,7 +678,7 @@ def test_a_folder_that_is_not_a_checkpoint_gives_one_line(tmp_path, capsys, monk
         assert all(line.startswith("toyviz: ") and message in line for line in lines), lines
         assert "Traceback" not in out.out + out.err
         with pytest.raises(toyviz.PromptError, match=re.escape(message)):
-            explorer.need_gpt()
+            explorer.models.need_gpt()
 
 
 def test_without_models_the_endpoints_say_so(tmp_path):
@@ -725,7 +725,7 @@ def test_the_model_picker_shows_a_translator_stack(shipped, stack):
     assert "block0.ln1" in title(figure(norms[3]))
     residual = check_shape(shipped.call(SOURCE, -1, False, stack, api="/residual"), "TPPPP", "/residual")
     shares = figure(residual[2])["data"][0]
-    parts = [f"{kind}.{i}" for i in range(depth) for kind in (("attn", "mlp") if stack == "encoder" else
+    parts = [f"block{i}.{kind}" for i in range(depth) for kind in (("attn", "mlp") if stack == "encoder" else
                                                                  ("attn", "cross", "mlp"))]
     assert shares["y"] == ["embed"] + parts                                    # this stack's writes, in order
     assert len(shares["x"]) == len(shipped.explorer.view(SOURCE, stack)[0].tokens)   # over this stack's tokens
@@ -753,9 +753,9 @@ def test_every_tab_drawn_before_serving_leaves_the_first_prompt_cached(tiny_chec
     explorer = Explorer.load(str(tiny_checkpoints["gpt"]), str(tmp_path / "no-translator"), "cpu")
     demo = app.build(explorer)
     values = {name: getattr(demo.ui, name).value for tab in TABS.values() for name in tab.inputs}
-    assert not explorer.traces.items
+    assert not explorer.caches.traces.items
     assert draw_every_tab(explorer, values) > 0
-    assert explorer.traces.items
+    assert explorer.caches.traces.items
 
 
 def test_modules_that_are_not_installed_fail_to_import_at_once(monkeypatch):

@@ -41,7 +41,7 @@ def test_the_worked_example_is_drawn_from_one_graph(explorer, monkeypatch):
     # the graph is computed once: a redraw (projector, a supernode edit) reads it from the explorer's cache
     monkeypatch.setattr("toyviz.interpret.circuits.trace", lambda *a, **k: pytest.fail("computed again"))
     view.circuits_view(explorer, PROMPT, "", "", True)
-    assert len(explorer.circuits.items) == 1
+    assert len(explorer.caches.circuits.items) == 1
 
 
 def test_the_endpoints_json_is_the_commands(explorer, tmp_path):
@@ -54,12 +54,12 @@ def test_the_endpoints_json_is_the_commands(explorer, tmp_path):
 
 
 def test_a_clicked_feature_is_ablated_in_the_real_gpt_beside_the_graphs_prediction(explorer):
-    circuit, _ = explorer.circuit(PROMPT)
+    circuit, _ = explorer.caches.circuit(PROMPT)
     fig = view.intervention_view(explorer, PROMPT, "", "0_1603_8", 0)
     index = view.feature_node(circuit, "0_1603_8")
     assert (int(circuit.graph.layer[index]), int(circuit.graph.feature[index]), int(circuit.graph.position[index])) \
         == (0, 1603, 8)
-    transcoders, _ = explorer.transcoders()
+    transcoders, _ = explorer.caches.transcoders()
     expected = intervene(explorer.gpt.model, transcoders, circuit.graph, index, 0.0)
     bars = fig.data[0]
     assert list(bars.x) == pytest.approx([expected.prob_before, cf.predicted_prob(expected.prob_before,

@@ -147,9 +147,9 @@ def test_the_shipped_answer_changes_with_the_prompt(shipped_explorer):
 
 @needs_shipped
 def test_a_feature_the_shipped_dictionary_has_not_is_refused(shipped_explorer):
-    features = len(shipped_explorer.features())
-    check(lesson(f"## S\ntab: features\nfeature: {features - 1}\n"), shipped_explorer.gpt, features=shipped_explorer.features)
-    err = error(f"## S\ntab:features\nfeature:{features}\n", shipped_explorer.gpt, features=shipped_explorer.features)      # no space after ":" is fine
+    features = len(shipped_explorer.caches.features())
+    check(lesson(f"## S\ntab: features\nfeature: {features - 1}\n"), shipped_explorer.gpt, features=shipped_explorer.caches.features)
+    err = error(f"## S\ntab:features\nfeature:{features}\n", shipped_explorer.gpt, features=shipped_explorer.caches.features)      # no space after ":" is fine
     assert err.line == 7 and f"dictionary has {features} features" in str(err)
 
 
@@ -158,7 +158,7 @@ def test_a_feature_the_shipped_dictionary_has_not_is_refused(shipped_explorer):
 @needs_shipped
 @pytest.mark.parametrize("path", library.shipped(), ids=lambda p: p.stem)
 def test_a_shipped_lesson_fits_the_model_and_every_view_opens(path, shipped_explorer):
-    parsed = check(library.load(path), shipped_explorer.gpt, features=shipped_explorer.features)
+    parsed = check(library.load(path), shipped_explorer.gpt, features=shipped_explorer.caches.features)
     assert len(parsed.steps) >= 5 and sum(s.question is not None for s in parsed.steps) >= 3
     for step in parsed.steps:
         assert step.text or step.point, step.title

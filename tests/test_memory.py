@@ -72,11 +72,11 @@ def test_many_threads_keep_the_cache_within_its_budget():
 
 def test_the_explorers_trace_cache_holds_its_budget(tiny_gpt):
     explorer = Explorer(tiny_gpt, None)
-    one = nbytes(explorer.trace("To be, or not to be")[0])
-    explorer.traces.budget = 3 * one + one // 2
+    one = nbytes(explorer.caches.trace("To be, or not to be")[0])
+    explorer.caches.traces.budget = 3 * one + one // 2
     for n in range(12):
-        explorer.trace(f"To be, or not to be {n}")
-    assert 1 < len(explorer.traces.items) <= 4 and explorer.traces.bytes() <= explorer.traces.budget
+        explorer.caches.trace(f"To be, or not to be {n}")
+    assert 1 < len(explorer.caches.traces.items) <= 4 and explorer.caches.traces.bytes() <= explorer.caches.traces.budget
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")

@@ -213,7 +213,7 @@ def test_a_broken_checkpoint_leaves_the_other_model_serving(tiny_checkpoints, tm
     weights.write_bytes(weights.read_bytes()[:100])                      # a read cut short
     a = App(Explorer.load(str(broken), str(tiny_checkpoints["translator"]), "cpu"))
     try:
-        assert "cannot load" in a.explorer.problems["gpt"]
+        assert "cannot load" in a.explorer.models.problems["gpt"]
         with pytest.raises(AppError, match="no GPT checkpoint is loaded"):
             a.call("To be", False, "gpt", api="/tokens")
         a.call("The earth was formless.", 1, "cross", "average", "average", False, api="/translate")

@@ -20,13 +20,13 @@ def test_the_index_is_built_on_a_thread_and_the_panel_says_so_meanwhile(tiny_gpt
     monkeypatch.setattr(explain, "corpus_ids", slow_fetch)
     monkeypatch.setattr(caches, "INDEX_WAIT_S", 0.1)
     explorer = Explorer(tiny_gpt, None)
-    index, why = explorer.training_index()
+    index, why = explorer.caches.training_index()
     assert index is None and "being fetched" in why
     release.set()
     deadline = time.time() + 10
-    while explorer.training_index()[0] is None and time.time() < deadline:
+    while explorer.caches.training_index()[0] is None and time.time() < deadline:
         time.sleep(0.05)
-    index, why = explorer.training_index()
+    index, why = explorer.caches.training_index()
     assert index is not None and why == ""
     assert explain.occurrences(index, [5, 6]).size > 0       # the index is of the fetched ids
 
@@ -35,5 +35,5 @@ def test_a_failed_fetch_says_why(tiny_gpt, monkeypatch):
     def offline(gpt, fetch=True):
         raise OSError("no network")
     monkeypatch.setattr(explain, "corpus_ids", offline)
-    index, why = Explorer(tiny_gpt, None).training_index()
+    index, why = Explorer(tiny_gpt, None).caches.training_index()
     assert index is None and "could not be fetched" in why and "no network" in why

@@ -37,5 +37,5 @@ def test_a_1909_only_translator_answers_in_the_1909_register_and_says_so(tiny_tr
 
 
 def test_the_page_selects_the_translators_default_register(tiny_translator, registered_translator):
-    assert Explorer(None, registered_translator).sizes().translator_registers[0] == "today"
-    assert Explorer(None, tiny_translator).sizes().translator_registers == ("1909",)
+    assert Explorer(None, registered_translator).models.sizes().translator_registers[0] == "today"
+    assert Explorer(None, tiny_translator).models.sizes().translator_registers == ("1909",)

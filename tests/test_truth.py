@@ -26,7 +26,7 @@ def shipped() -> Explorer:
 
 @pytest.mark.parametrize("feature", [999999, -5, 2.5])
 def test_a_feature_number_outside_the_dictionary_is_said_to_be_the_nearest(shipped, feature):
-    last = len(shipped.features()) - 1
+    last = len(shipped.caches.features()) - 1
     note, _, about, *_ = features_view(shipped, PROMPT, feature, "")
     shown = {999999: last, -5: -1, 2.5: 3}[feature]
     assert note.startswith(f"feature {feature} is ") and note.endswith(f": showing {shown}. "), note
@@ -49,7 +49,7 @@ def test_digits_typed_in_the_token_box_are_text_not_an_id(shipped, typed):     #
 
 @pytest.mark.parametrize("feature, alpha", [(999999, 5.0), (-5, 5.0), (-5, 0.0), (999999, 0.0)])
 def test_a_steering_feature_outside_the_dictionary_is_said_before_a_token_is_drawn(shipped, feature, alpha):
-    last = len(shipped.features()) - 1
+    last = len(shipped.caches.features()) - 1
     note = next(generate_view(shipped, PROMPT, 0.8, 50, 0.95, 4, 0, False, feature, alpha))[0]
     if feature < 0:                 # off, whatever the strength
         assert "steering feature -5 is below the lowest, -1 (off): using -1. " in note and "Steered" not in note
@@ -63,7 +63,7 @@ def test_a_steering_feature_outside_the_dictionary_is_said_before_a_token_is_dra
 def induction_heads(explorer) -> set[tuple[int, int]]:
     """The heads the probe set (recorded by training) calls induction."""
     from toyviz.interpret.heads import general_pattern
-    cfg, profile = explorer.gpt.config, explorer.head_profile()
+    cfg, profile = explorer.gpt.config, explorer.caches.head_profile()
     return {(l, h) for l in range(cfg.n_layer) for h in range(cfg.n_head)
             if general_pattern(profile, l, h)[0] == "induction"}
 
@@ -105,7 +105,7 @@ def test_the_residual_tab_and_why_this_token_split_the_same_quantity_alike(shipp
     token?" components' attribution (logit − mean logit), and each chart names that quantity."""
     for prompt in ("To be, or not to", "I thank you, my good"):
         residual = residual_view(shipped, prompt, -1)[4]
-        answer = shipped.why(prompt, "")[0]
+        answer = shipped.caches.why(prompt, "")[0]
         c = answer.components
         assert list(residual.data[0].x) == c.names
         assert list(residual.data[0].y) == pytest.approx(c.attribution.tolist(), abs=1e-4)
@@ -118,7 +118,7 @@ def test_the_layer_norm_text_says_what_its_chart_shows(shipped):
     """The intro said the output spread does not grow beside a chart whose output std rises to ~3 at
     ln_f; now the note gives the chart's own numbers, and the intro claims nothing they contradict."""
     from toyviz.app.figures.layernorm import norm_statistics
-    tr, _ = shipped.trace(PROMPT)
+    tr, _ = shipped.caches.trace(PROMPT)
     stats = norm_statistics(tr)
     inputs, outputs = stats["input std"].mean(-1), stats["output std"].mean(-1)
     note = layernorm_view(shipped, PROMPT)[0]

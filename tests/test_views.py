@@ -349,7 +349,7 @@ def test_the_head_table_adds_each_heads_label_over_the_probe_set(shipped, monkey
     profile = {p: [[0.0] * cfg.n_head for _ in range(cfg.n_layer)] for p in ("previous-token", "first-token", "self")}
     profile["induction"] = [[0.0] * cfg.n_head for _ in range(cfg.n_layer)]
     profile["induction"][1][3], profile["induction_share"] = 0.8, [[1.0] * cfg.n_head for _ in range(cfg.n_layer)]
-    monkeypatch.setattr(shipped, "history", lambda: [{"step": 10, "train_loss": 3.0, "heads": profile}])
+    monkeypatch.setattr(shipped.caches, "history", lambda: [{"step": 10, "train_loss": 3.0, "heads": profile}])
     table = attention_view(shipped, PROMPT)[3]
     assert "over the probe set" in table.splitlines()[0]
     row = next(line for line in table.splitlines() if line.startswith("| 1.3 |"))
@@ -377,12 +377,12 @@ def test_the_why_tab_links_each_number_to_a_panel_of_the_page(shipped):
 def test_the_why_tab_takes_a_typed_word_or_an_id_and_rejects_several_tokens(shipped):
     lord = shipped.gpt.tokenizer.encode(" lord")[0]
     for typed in ("lord", " lord", str(lord)):
-        assert shipped.why("I thank you, my good", typed)[0].token == lord
+        assert shipped.caches.why("I thank you, my good", typed)[0].token == lord
     choices = why_choices(shipped, "I thank you, my good")
-    assert choices[0] == ("the top prediction", "") and (f"␣lord  ({shipped.why('I thank you, my good')[0].probability:.1%})",
+    assert choices[0] == ("the top prediction", "") and (f"␣lord  ({shipped.caches.why('I thank you, my good')[0].probability:.1%})",
                                                          " lord") in choices
     with pytest.raises(UserError, match="pick one token"):
-        shipped.why("I thank you, my good", "unquestionably incomprehensible")
+        shipped.caches.why("I thank you, my good", "unquestionably incomprehensible")
     assert why_choices(shipped, "   ") == [("the top prediction", "")]      # the tab itself says why
 
 
@@ -436,8 +436,8 @@ def test_generation_paces_itself_alone_and_not_when_a_class_is_streaming(shipped
 
 
 def test_the_features_tab_shows_the_prompts_strongest_feature_and_finds_by_word(shipped):
-    features = shipped.features()
-    found, _ = shipped.prompt_features(PROMPT)
+    features = shipped.caches.features()
+    found, _ = shipped.caches.prompt_features(PROMPT)
     note, prompt_map, about, contexts, histogram, logits, listing = features_view(shipped, PROMPT, -1, "")
     strongest = found.strongest(1)[0]
     assert f"Feature #{strongest}:" in about and f"#{strongest}" in title(contexts)
@@ -456,7 +456,7 @@ def test_steering_with_alpha_zero_is_plain_generation_and_a_feature_changes_the_
                                                           feature, alpha))[-1]
     plain, off = run(-1, 0.0), run(7, 0.0)
     assert off[1] == plain[1] and "Steered" not in off[0]
-    steered = run(shipped.features().search("lord")[0], 15.0)
+    steered = run(shipped.caches.features().search("lord")[0], 15.0)
     assert steered[1] != plain[1] and "Steered: feature #" in steered[0]
 
 

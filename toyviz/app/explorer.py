@@ -1,7 +1,7 @@
 """What each tab asks of the models, prompt by prompt: `Explorer`, the one object the renderers
-(toyviz.app.views) are given. It is built in three layers, one concern each: the loaded models and
-the checks of a user's input (toyviz.app.loaded), the caches of what was computed from them
-(toyviz.app.caches), and here the prompt-level questions the tabs ask, with a note for the user.
+(toyviz.app.views) are given. It holds two parts, one concern each: its `models`, the loaded models and
+the checks of a user's input against them (toyviz.app.loaded), and its `caches` of what was computed from
+them (toyviz.app.caches); it answers here the prompt-level questions the tabs ask, with a note for the user.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from toyviz.errors import UserError
 from toyviz.interpret.causal_mask import with_last_word
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.caches import Caches
-from toyviz.app.loaded import clean_prompt
+from toyviz.app.loaded import Models, clean_prompt
 from toyviz.settings.controls import KV_NEW_TOKENS, LAST_WORD, MODELS, setting
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
@@ -41,21 +41,43 @@ class Running:
                 self.now -= 1
 
 
-class Explorer(Caches):
-    """The models the app shows, one trace per (model, prompt, options) shared by every tab, and what
-    each tab asks of them."""
+class Explorer:
+    """The models the app shows (`models`), what was computed from them, one trace per (model, prompt, options)
+    shared by every tab (`caches`), and what each tab asks of them."""
 
     def __init__(self, gpt: GPT | None, translator: Translator | None, cache_size: int = 32,
                  problems: dict[str, str] | None = None):
-        super().__init__(gpt, translator, cache_size, problems)
+        self.models = Models(gpt, translator, problems)
+        self.caches = Caches(self.models, cache_size)
         self.searches, self.generations = Running(), Running()    # translations searched, generations streaming
+
+    @classmethod
+    def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
+        """Load both models once; a missing or broken one leaves its tabs saying why (the path and the
+        reason) instead of a crash."""
+        from toyviz import CheckpointError, load
+        models, problems = {}, {}
+        for name, where in (("gpt", gpt), ("translator", translator)):
+            try:
+                models[name] = load(where, device=device)
+            except CheckpointError as err:
+                models[name], problems[name] = None, str(err)
+        return cls(models["gpt"], models["translator"], problems=problems)
+
+    @property
+    def gpt(self) -> GPT | None:
+        return self.models.gpt
+
+    @property
+    def translator(self) -> Translator | None:
+        return self.models.translator
 
     def view(self, prompt, model: str = "gpt"):
         """(what the Tokens, Positions, Attention, Layer norm and Residual stream tabs draw, note): the
         GPT's trace of the prompt, or the translator's encoder or decoder stack on the prompt read as English
         (translated greedily: these tabs show the stacks, not the search)."""
         if model == "gpt":
-            return self.trace(prompt)
+            return self.caches.trace(prompt)
         if model not in MODELS:
             raise UserError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         out, note = self.translate(prompt, 1)
@@ -69,24 +91,24 @@ class Explorer(Caches):
         the mask the earlier positions' outputs change when a later word does: the future leaks."""
         text, _ = clean_prompt(prompt)
         edited = with_last_word(text, str(last_word or "").strip() or LAST_WORD)
-        return (self.trace(text)[0], self.trace(edited)[0], self.trace(text, causal=False)[0],
-                self.trace(edited, causal=False)[0])
+        return (self.caches.trace(text)[0], self.caches.trace(edited)[0], self.caches.trace(text, causal=False)[0],
+                self.caches.trace(edited, causal=False)[0])
 
     def translate(self, text, beam, register=None):
         """(translation, note), cached. Under load a beam search that is not cached runs greedily, with a
         note: a beam of 4 costs several greedy searches, and BUSY_SEARCHES at once already fill the CPU.
         `register`: today's Spanish or the 1909 Bible's (toyviz.api.REGISTERS; None: the translator's default)."""
-        translator = self.need_translator()
+        translator = self.models.need_translator()
         text, note = clean_prompt(text, "English sentence")
         beam = setting("beam", beam)
-        out = self.translations.peek((text, beam, register))
+        out = self.caches.translations.peek((text, beam, register))
         if out is None:
             with self.searches() as running:
                 if beam > 1 and running >= BUSY_SEARCHES:
                     note += (f"Many translations are running: this one is greedy (beam 1) instead of beam {beam}; "
                              "ask again in a moment for the beam search. ")
                     beam = 1
-                out = self.translations.get((text, beam, register),
+                out = self.caches.translations.get((text, beam, register),
                                             lambda: translator.translate(text, beam=beam, register=register))
         if out.truncated:
             note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
@@ -95,10 +117,10 @@ class Explorer(Caches):
     def patching(self, clean, corrupted, clean_answer="", corrupted_answer=""):
         """Activation patching of a pair the user typed or picked; blank answers: each prompt's top token."""
         from toyviz.interpret import explain
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
         clean, note = clean_prompt(clean, "clean prompt")
         corrupted, note2 = clean_prompt(corrupted, "corrupted prompt")
-        answers = [None if not a else self.token_choice(a) for a in (clean_answer, corrupted_answer)]
+        answers = [None if not a else self.models.token_choice(a) for a in (clean_answer, corrupted_answer)]
         return explain.patching(gpt, clean, corrupted, *answers), note + note2
 
     def steering(self, feature, alpha) -> tuple[dict | None, str]:
@@ -106,14 +128,14 @@ class Explorer(Caches):
         alpha = setting("steer_alpha", alpha)
         if setting("steer_feature", feature, upper=2**31 - 1) < 0 or alpha == 0:
             return None, ""                        # no dictionary needed to generate without one
-        features = self.features()
+        features = self.caches.features()
         feature = setting("steer_feature", feature, upper=len(features) - 1)
         return features.steer(feature, alpha), (f"Steered: feature #{feature} ({features.labels[feature]}) added "
                                                 f"× {alpha:g} at {features.site.name}, at every position. ")
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = KV_NEW_TOKENS) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""
-        gpt = self.need_gpt()
+        gpt = self.models.need_gpt()
         text, _ = clean_prompt(prompt)
         result = {}
         for cached in (True, False):
@@ -141,7 +163,7 @@ class Explorer(Caches):
         if not (folder / "config.json").is_file():
             raise UserError("the no-mask model is not there: run `toyviz experiments`")
         device = str(self.gpt.device) if self.gpt else None          # beside the GPT, or wherever load picks
-        return self.extra_models.get(str(folder), lambda: load(str(folder), device=device))
+        return self.caches.extra_models.get(str(folder), lambda: load(str(folder), device=device))
 
     def no_mask_sample(self, prompt, new_tokens: int = 40) -> str:
         """The no-mask model's greedy continuation of the prompt: it learned to copy the next token,

@@ -45,19 +45,6 @@ class Models:
         self.gpt, self.translator = gpt, translator
         self.problems = problems or {}       # "gpt"/"translator" → why it could not be loaded
 
-    @classmethod
-    def load(cls, gpt: str = "gpt", translator: str = "translator", device: str | None = None) -> "Explorer":
-        """Load both models once; a missing or broken one leaves its tabs saying why (the path and the
-        reason) instead of a crash."""
-        from toyviz import CheckpointError, load
-        models, problems = {}, {}
-        for name, where in (("gpt", gpt), ("translator", translator)):
-            try:
-                models[name] = load(where, device=device)
-            except CheckpointError as err:
-                models[name], problems[name] = None, str(err)
-        return cls(models["gpt"], models["translator"], problems=problems)
-
     def sizes(self) -> SimpleNamespace:
         """What the controls are sized for: the layer and head sliders serve the GPT and both translator
         stacks (so the largest of them), position sliders the GPT's context, the translate tab's pickers

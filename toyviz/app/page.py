@@ -62,7 +62,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
     """The page: lesson bar, header, tabs, wiring; `demo.ui` keeps the components (tests reach them there).
     `lectures`: where lessons taught from this page keep their state (default: made when a lesson opens);
     `workers`: the processes the renderers compute in (default: this one, on `explorer`)."""
-    ui, sizes = SimpleNamespace(), explorer.sizes()
+    ui, sizes = SimpleNamespace(), explorer.models.sizes()
     compute = binder(explorer, workers)     # a renderer of the inputs alone, computed here or in a worker
     ui.workers = workers
     # each kind of update computed at once: enough to keep every worker busy with one tab's (8 workers, 16)

@@ -139,7 +139,7 @@ class Presenter:
         if name not in found:
             raise UserError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
         explorer = self.explorer
-        lesson = check(library.lesson_of(name), explorer.need_gpt(), explorer.translator, explorer.features)
+        lesson = check(library.lesson_of(name), explorer.models.need_gpt(), explorer.translator, explorer.caches.features)
         _, secret = self.lectures.start(name, len(lesson.steps), address)
         return trained(self.shown(secret))
 

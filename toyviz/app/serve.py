@@ -65,7 +65,7 @@ def main(argv=None, prog: str = "toyviz serve"):
                             start=False) if count else None
     try:
         explorer = Explorer.load(args.gpt, args.translator, args.device)
-        for problem in explorer.problems.values():
+        for problem in explorer.models.problems.values():
             print(f"toyviz: {problem}")
         demo = page.build(explorer, workers=workers)
     except BaseException:

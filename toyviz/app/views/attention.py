@@ -22,15 +22,15 @@ def head_table(labels: list[HeadLabel], profile: dict | None = None) -> str:
 def attention_view(explorer: Explorer, prompt, layer=0, head=0, mode="probs", ablate=(), projector=False,
                    model="gpt"):
     tr, note = explorer.view(prompt, model)
-    layer, head, said = explorer.layer_head(tr, layer, head)
+    layer, head, said = explorer.models.layer_head(tr, layer, head)
     note += said
     labels = label_heads(tr)
     if model == "gpt":
-        heads = explorer.ablated_heads(ablate)
-        ablated = explorer.trace(prompt, ablate=heads)[0] if heads else tr
+        heads = explorer.models.ablated_heads(ablate)
+        ablated = explorer.caches.trace(prompt, ablate=heads)[0] if heads else tr
         ablation = attention_figs.ablation_comparison(tr, ablated, explorer.gpt.tokenizer.piece, projector=projector)
     else:
         ablation = gpt_only("Head ablation compares", "Switching heads off", "ablation", projector)
     return (note, attention_figs.attention_grid(tr, mode=mode, labels=labels, projector=projector),
             attention_figs.attention_head(tr, layer, head, mode=mode, projector=projector),
-            head_table(labels, explorer.head_profile() if model == "gpt" else None), ablation)
+            head_table(labels, explorer.caches.head_profile() if model == "gpt" else None), ablation)

@@ -41,16 +41,16 @@ def parse_supernodes(text) -> dict[str, list[str]]:
 def circuit_of(explorer: Explorer, prompt, target=""):
     """(the Circuit of the target as typed (toyviz.app.views.typed; blank: the top prediction), note): computed
     once per (prompt, target); the note says what the box's text was read as and what the caps left out."""
-    token, read_as = typed_token(explorer.need_gpt().tokenizer, target)
-    circuit, note = explorer.circuit(prompt, token)
+    token, read_as = typed_token(explorer.models.need_gpt().tokenizer, target)
+    circuit, note = explorer.caches.circuit(prompt, token)
     return circuit, note + read_as + circuit.limits_note()
 
 
 def view_of(explorer: Explorer, prompt, target=""):
     """(the graph as the tab draws it, the Circuit, note): the graph computed once per (prompt, target)."""
     circuit, note = circuit_of(explorer, prompt, target)
-    _, boards = explorer.transcoders()
-    piece = explorer.need_gpt().tokenizer.piece
+    _, boards = explorer.caches.transcoders()
+    piece = explorer.models.need_gpt().tokenizer.piece
     return circuit_figs.circuit_view(circuit, lambda l, f: boards[l] and dashboard(boards[l], f, piece)), circuit, note
 
 
@@ -97,10 +97,10 @@ def feature_node(circuit, node) -> int:
 def intervention_view(explorer: Explorer, prompt, target="", node="", scale=0.0, projector=False):
     """A feature scaled (0: ablated) in the real GPT, its target's probability beside the graph's prediction."""
     circuit, _ = circuit_of(explorer, prompt, target)
-    transcoders, _ = explorer.transcoders()
+    transcoders, _ = explorer.caches.transcoders()
     scale = clamp(scale, *SCALES, float, "scale")
     index = feature_node(circuit, node)
-    result = intervene(explorer.need_gpt().model, transcoders, circuit.graph, index, scale)
+    result = intervene(explorer.models.need_gpt().model, transcoders, circuit.graph, index, scale)
     return circuit_figs.intervention_figure(str(node).strip(), scale, circuit.target_piece, result,
                                             projector=bool(projector))
 

@@ -25,8 +25,8 @@ def feature_list(features, found: list[int], search: str) -> str:
 
 def features_view(explorer: Explorer, prompt, feature=-1, search="", projector=False):
     """The prompt's features, one feature's dashboard (-1: the prompt's strongest), and a list to pick from."""
-    features = explorer.features()
-    found, note = explorer.prompt_features(prompt)
+    features = explorer.caches.features()
+    found, note = explorer.caches.prompt_features(prompt)
     feature, said = settle("feature", feature, high=len(features) - 1)
     note += said
     strongest = found.strongest(LISTED_FEATURES)

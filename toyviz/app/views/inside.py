@@ -8,8 +8,8 @@ from toyviz.settings.controls import position
 
 
 def inside_view(explorer: Explorer, prompt, layer=0, head=0, query=-1, last_word="dream", projector=False):
-    tr, note = explorer.trace(prompt)
-    layer, head, said = explorer.layer_head(tr, layer, head)
+    tr, note = explorer.caches.trace(prompt)
+    layer, head, said = explorer.models.layer_head(tr, layer, head)
     query, query_note = position(query, len(tr.tokens), "query position")
     note += said + query_note
     masked, edited, unmasked, edited_unmasked = explorer.mask_experiment(prompt, last_word)

@@ -16,12 +16,12 @@ def snapshot_note(shown: str, earlier: list[str]) -> str:
 
 
 def model_view(explorer: Explorer, prompt, snapshot=-1, x_axis="step", projector=False):
-    gpt = explorer.need_gpt()
+    gpt = explorer.models.need_gpt()
     config = gpt.config
-    history = explorer.history()
-    paths = explorer.snapshots()
+    history = explorer.caches.history()
+    paths = explorer.models.snapshots()
     index, said = settle("snapshot", snapshot, high=len(paths) - 1)
-    path, tr = explorer.snapshot_trace(index % len(paths), prompt)
+    path, tr = explorer.caches.snapshot_trace(index % len(paths), prompt)
     said += context_note(len(tr.tokens), tr.truncated) if tr.truncated else ""
     step = path.name if path.name.startswith("step-") else "final"
     return (model_figs.parameter_bars(count_parameters(gpt.model), projector=projector),

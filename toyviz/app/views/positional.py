@@ -17,7 +17,7 @@ def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False,
     if metric not in METRICS:
         raise UserError(f"the similarity is {' or '.join(METRICS)}, not {metric!r}")
     tr, note = explorer.view(prompt, model)
-    config = explorer.need_gpt().config if model == "gpt" else explorer.need_translator().config
+    config = explorer.models.need_gpt().config if model == "gpt" else explorer.models.need_translator().config
     kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper
     # a learned table whole, every row as the model adds it (the trace holds the prompt's rows only)
     table = (explorer.gpt.model.positional(torch.arange(config.context, device=explorer.gpt.device))

@@ -20,7 +20,7 @@ def settled(**values) -> tuple[list, str]:
 
 
 def next_token_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0.95, projector=False):
-    tr, note = explorer.trace(prompt)
+    tr, note = explorer.caches.trace(prompt)
     (t, k, p), said = settled(temperature=temperature, top_k=top_k, top_p=top_p)
     return note + said, sampling_figs.next_token_bars(tr.logits[-1], explorer.gpt.tokenizer.piece, temperature=t,
                                                       top_k=k, top_p=p, projector=projector)
@@ -47,7 +47,7 @@ def steering(explorer: Explorer, feature, alpha) -> tuple[int, float, str]:
     wanted, below_note = settle("steer_feature", feature, high=2**31 - 1)      # its top needs the dictionary
     if wanted < 0 or alpha == 0:                # no dictionary needed to generate without one
         return -1, alpha, alpha_note + (below_note if wanted < 0 else "")
-    feature, feature_note = settle("steer_feature", feature, high=len(explorer.features()) - 1)
+    feature, feature_note = settle("steer_feature", feature, high=len(explorer.caches.features()) - 1)
     return feature, alpha, alpha_note + feature_note
 
 
@@ -56,7 +56,7 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
     """Live sampling: yields (note, text HTML, next-token bars, generated-tokens figure) as tokens arrive,
     None meaning "unchanged": the text as often as its pace allows (toyviz.serving.pacing), the figures
     with the last token. A feature and a strength steer it (the feature's direction added at its layer)."""
-    gpt = explorer.need_gpt()
+    gpt = explorer.models.need_gpt()
     text, note = clean_prompt(prompt)
     (t, k, p, max_new, seed), said = settled(temperature=temperature, top_k=top_k, top_p=top_p, max_new=max_new,
                                              seed=seed)

@@ -16,9 +16,9 @@ def size_config(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_
                 positional="learned", feed_forward="gelu", tied=True):
     """The configuration the calculator describes: a preset's, the app's own models', or the fields'."""
     if preset == LOADED_TRANSLATOR:
-        return explorer.need_translator().config
+        return explorer.models.need_translator().config
     if preset == LOADED_GPT:
-        return explorer.need_gpt().config
+        return explorer.models.need_gpt().config
     if preset in PRESETS:
         return PRESETS[preset]
     d_model = clamp(d_model, 1, 65536, int, "d_model")

@@ -17,7 +17,7 @@ def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="averag
     register, register_note = chosen_register(explorer, register)
     out, note = explorer.translate(text, beam, register)
     note += said + register_note
-    layer, layer_note = explorer.translator_layer(kind, layer)
+    layer, layer_note = explorer.models.translator_layer(kind, layer)
     head = None if head in (None, "average") else clamp(head, 0, explorer.translator.config.n_head - 1, int, "head")
     # saliency is compared with the cross-attention on screen, or with its mean when another map is shown
     cross_layer, cross_head = (layer, head) if kind == "cross" else (None, None)
@@ -27,14 +27,14 @@ def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="averag
             translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector,
                                                    register=REGISTER_NAMES[register]),
             translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector),
-            translation_figs.saliency_beside_attention(explorer.source_saliency(out, cross_layer, cross_head),
+            translation_figs.saliency_beside_attention(explorer.caches.source_saliency(out, cross_layer, cross_head),
                                                        compared=compared, projector=projector))
 
 
 def chosen_register(explorer: Explorer, register) -> tuple[str, str]:
     """The register asked for, or the translator's default with a note: a checkpoint from before the registers
     writes the 1909 Bible's Spanish alone, and a value from the API may be no register at all → (register, note)."""
-    registers = explorer.need_translator().registers
+    registers = explorer.models.need_translator().registers
     if register is None:                            # the translator's default: today's Spanish where it has it
         return registers[0], ""
     if isinstance(register, str) and register in registers:

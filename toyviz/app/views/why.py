@@ -17,7 +17,7 @@ def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
     (only the default for a prompt the tab itself rejects: its message says why)."""
     top = [("the top prediction", "")]
     try:
-        logits = explorer.trace(prompt)[0].logits[-1]
+        logits = explorer.caches.trace(prompt)[0].logits[-1]
     except UserError:
         return top
     return top + [(f"{visible(piece)}  ({p:.1%})", piece) for _, piece, p in explain.top_next(explorer.gpt, logits)]
@@ -34,7 +34,7 @@ def sources_html(explorer: Explorer, answer) -> str:
     """The training-text counts for n = 1…4 tokens of context, with example lines (the match in bold)."""
     if answer.sources is None:
         return f"<p id='{explain.PANELS['sources']}'><b>Training-text counts:</b> {html.escape(answer.sources_reason)}.</p>"
-    index, _ = explorer.training_index()
+    index, _ = explorer.caches.training_index()
     tokenizer = explorer.gpt.tokenizer
     rows = []
     for g in answer.sources:
@@ -51,17 +51,17 @@ def sources_html(explorer: Explorer, answer) -> str:
 
 
 def last_id(explorer: Explorer) -> int:
-    return explorer.need_gpt().config.vocab_size - 1
+    return explorer.models.need_gpt().config.vocab_size - 1
 
 
 def why_token(explorer: Explorer, token) -> tuple[str | int, str]:
-    """The token box's text → (the token explorer.why explains, a note): "" the top prediction; a token of the
+    """The token box's text → (the token explorer.caches.why explains, a note): "" the top prediction; a token of the
     GPT's vocabulary read as every box that takes a token reads it (toyviz.app.views.typed: ␣ a space, ↵ a new
-    line, a word; digits too, "7" is the token 7: the box takes text, while explorer.why reads digits as an id)
+    line, a word; digits too, "7" is the token 7: the box takes text, while explorer.caches.why reads digits as an id)
     → its id. An id given as a number (the API) stays an id (settled: why_view says what it changed)."""
     if isinstance(token, (int, float)):
         return setting("token_id", token, upper=last_id(explorer)), ""
-    found, note = typed_token(explorer.need_gpt().tokenizer, token)
+    found, note = typed_token(explorer.models.need_gpt().tokenizer, token)
     return ("" if found is None else found), note
 
 
@@ -69,7 +69,7 @@ def why_view(explorer: Explorer, prompt, token="", projector=False):
     """The evidence for one next token: paragraph, components vs. ablation, saliency, logit lens, sources."""
     said = settle("token_id", token, high=last_id(explorer))[1] if isinstance(token, (int, float)) else ""
     token, read_as = why_token(explorer, token)
-    answer, note = explorer.why(prompt, token)
+    answer, note = explorer.caches.why(prompt, token)
     note += said + read_as
     top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
     summary = (paragraph_html(explain.paragraph(answer)) +
