@@ -157,3 +157,17 @@ def test_every_adopted_text_is_on_the_page(served):
             if isinstance(key, str)}
     adopted = [key for key in i18n.catalogue("en") if key.startswith(("labels.", "explain_adopted.", "example_labels."))]
     assert [key for key in adopted if key not in used] == []
+
+
+@pytest.mark.parametrize("accept, title", [("es", "Normas de las incrustaciones por token"),
+                                          ("en", "Embedding norms per token")])
+def test_a_figure_drawn_in_a_worker_is_titled_in_the_requests_language(served, accept, title):
+    """The language goes with the call to the worker (toyviz.app.compute.in_language), and a kept answer is kept per
+    language (toyviz.app.drawn): the Spanish page's figure never reaches an English one."""
+    import json
+
+    import gradio_client
+    _, url = served
+    client = gradio_client.Client(url, verbose=False, analytics_enabled=False, headers={"Accept-Language": accept})
+    _, _, norms = client.predict("To be, or not", False, "gpt", api_name="/tokens")
+    assert title in json.dumps(norms, ensure_ascii=False)

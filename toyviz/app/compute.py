@@ -15,9 +15,10 @@ from toyviz.app.figures import as_sent
 from toyviz.app.tabs import TABS
 from toyviz.app.views.export import export_page
 from toyviz.errors import UserError
+from toyviz.i18n import current, speaking
 from toyviz.machine import CGROUP, container
 from toyviz.serving.memory import MB
-from toyviz.serving.workers import Workers
+from toyviz.serving.workers import Workers, named, resolve
 
 HOLD = f"{Explorer.__module__}:Explorer.load"      # what a worker holds: Explorer.load(gpt, translator, device)
 SEND = f"{as_sent.__module__}:{as_sent.__name__}"  # what leaves a worker: figures as their JSON
@@ -44,19 +45,34 @@ def default_workers(device: str | None, cgroup=CGROUP) -> int:
     return 1 if device.startswith("cuda") else container(cgroup).fitting(WORKER_BYTES, SERVER_BYTES)
 
 
+def in_language(explorer: Explorer, lang: str, view: str, *inputs):
+    """A worker's call of `view` ("module:name") said in the language of the event that asked (a worker answers no
+    event of its own: toyviz.i18n)."""
+    with speaking(lang):
+        return resolve(view)(explorer, *inputs)
+
+
+def streamed_in_language(explorer: Explorer, lang: str, view: str, *inputs):
+    """`in_language` for a generator view: every step said in `lang` (a worker runs a stream in one thread)."""
+    with speaking(lang):
+        yield from resolve(view)(explorer, *inputs)
+
+
 def binder(explorer: Explorer, workers: Workers | None = None):
     """view → a function of the view's inputs alone, computed on `explorer` here or, given `workers`, in one of
-    them; named as the view (its errors are logged under that name). Until a worker has first held its models
+    them, in the current event's language; named as the view. Until a worker has first held its models
     (a server answers before its workers are up: toyviz.app.serve), the view is computed here, on `explorer`."""
     def bind(view):
         if workers is None:
             return functools.partial(view, explorer)
         if inspect.isgeneratorfunction(view):
             def bound(*inputs):
-                yield from workers.stream(view, *inputs) if workers.ever_up else view(explorer, *inputs)
+                yield from (workers.stream(streamed_in_language, current(), named(view), *inputs) if workers.ever_up
+                            else view(explorer, *inputs))
         else:
             def bound(*inputs):
-                return workers.call(view, *inputs) if workers.ever_up else view(explorer, *inputs)
+                return (workers.call(in_language, current(), named(view), *inputs) if workers.ever_up
+                        else view(explorer, *inputs))
         bound.__name__ = bound.__qualname__ = view.__name__    # not __wrapped__: the inputs are bound's own
         bound.__doc__ = view.__doc__
         return bound

@@ -9,6 +9,7 @@ is cached), bounded in entries and bytes. An answer that raised (a user's mistak
 from __future__ import annotations
 
 from toyviz.app.widgets import as_plot_data
+from toyviz.i18n import current
 from toyviz.serving.memory import LRU, MB
 
 VIEWS_KEPT, BYTES_KEPT = 256, 48 * MB
@@ -27,7 +28,8 @@ class Drawn:
     def remember(self, name: str, render):
         """render (inputs → outputs) answering each distinct inputs once: figures as PlotData, the rest as is."""
         def draw(*inputs):
-            key = (name, *(tuple(i) if isinstance(i, list) else i for i in inputs))    # a checkbox group's list
+            # a checkbox group's list as a tuple; the language the answer is said in (toyviz.i18n) is part of it
+            key = (name, current(), *(tuple(i) if isinstance(i, list) else i for i in inputs))
             try:
                 hash(key)
             except TypeError:                       # an input Gradio gives as a dict: drawn each time

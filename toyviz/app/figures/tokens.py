@@ -6,6 +6,7 @@ import math
 import plotly.graph_objects as go
 
 from toyviz.app.figures import figure, grid_axes, numpy, style, token_grid, token_labels, tokens_per_row, visible
+from toyviz.i18n import t
 from toyviz.models.trace import Trace
 
 PALETTE = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
@@ -36,11 +37,11 @@ def embedding_norms(trace: Trace, *, projector: bool = False) -> go.Figure:
     labels = token_labels(trace.tokens)
     embed = trace.residual_parts["embed"]
     if trace.positional is None:
-        bars = [("token embedding", embed)]
+        bars = [(t("figures.token_embedding"), embed)]
     else:
-        bars = [("token embedding", embed - trace.positional), ("positional", trace.positional),
-                ("sum (enters layer 0)", embed)]
+        bars = [(t("figures.token_embedding"), embed - trace.positional), (t("figures.positional"), trace.positional),
+                (t("figures.embedding_sum"), embed)]
     fig = figure([go.Bar(x=labels, y=numpy(v.norm(dim=-1)), name=name,
                          hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>") for name, v in bars])
-    fig.update_layout(barmode="group", xaxis_title_text="token", yaxis_title_text="‖vector‖")
-    return style(fig, "Embedding norms per token", filename="toyviz-embedding-norms", projector=projector)
+    fig.update_layout(barmode="group", xaxis_title_text=t("figures.token"), yaxis_title_text="‖vector‖")
+    return style(fig, t("figures.embedding_norms"), filename="toyviz-embedding-norms", projector=projector)
