@@ -74,7 +74,7 @@ def wire(ui, demo: gr.Blocks, lessons: Presenter):
             return ui.restore(request) + [gr.skip()] * 3 + [{}, {"root": root}] + [gr.skip()] * 3
         return show(shown, root, links.parse(query)["projector"] if "projector" in query else None)
 
-    def picked(name: str, lecture: dict, projector: bool, request: gr.Request):
+    def picked(name: str, lecture: dict, projector: bool, request: gr.Request = None):    # Gradio fills request
         try:
             return show(lessons.start(name, starts(request)), lecture.get("root", "/"), projector)
         except (UserError, gr.Error) as err:
