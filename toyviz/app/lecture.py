@@ -27,7 +27,8 @@ def lecture_answers(ui, lessons: Presenter):
         view = presenter.view(shown)
         if projector is not None and "projector" not in shown.step.origin:
             view["projector"] = projector            # a step that does not name it keeps the page's
-        shown_view = [gr.Tabs(selected=view["tab"])] + [view[key] for key in DEFAULTS] + [gr.Column(visible=True),
+        controls = [gr.skip() if key == "lang" else view[key] for key in DEFAULTS]    # the page keeps its language
+        shown_view = [gr.Tabs(selected=view["tab"])] + controls + [gr.Column(visible=True),
                       presenter.bar(shown, lessons.lectures, root, said), gr.Row(visible=True), presenter.client(shown),
                       {"secret": shown.secret, "root": root, "said": said}, gr.Timer(active=True),
                       # Reveal on a question's step only, spent once pressed; the picker names the lesson open

@@ -240,8 +240,8 @@ def join_box(code: str, root: str, lang: str = LANGUAGES[0]) -> str:
     the link written out stays as short as a hall types it."""
     link = f"{root.rstrip('/')}/class/{code}" + (f"?lang={lang}" if lang != LANGUAGES[0] else "")
     code_image = f"<div class='lesson-qr' title='{html.escape(t('bar.qr', lang))}'>{qr.svg(link)}</div>"
-    return (f"<div class='lesson-join'>{code_image}<div><div class='lesson-code' title='{html.escape(t('bar.code', lang))}'>"
-            f"{code}</div>"
+    named = html.escape(t("bar.code", lang))
+    return (f"<div class='lesson-join'>{code_image}<div><div class='lesson-code' title='{named}'>{code}</div>"
             f"<div class='lesson-link'>{html.escape(link.split('://', 1)[-1].split('?')[0])}</div></div></div>")
 
 
@@ -257,8 +257,8 @@ def votes_chart(question: Question, tally: dict[str, int], answer: Answer | None
         lines.append(f"<tr class='{'lesson-right' if right else ''}'><td>{'✓ ' if right else ''}"
                      f"{html.escape(shown_text(choice))}</td><td class='lesson-bar-cell'><span class='lesson-votebar' "
                      f"style='width:{width:.0f}%'></span></td><td>{count}</td></tr>")
-    return (f"<table class='lesson-votes'><caption>{t('bar.class_one' if total == 1 else 'bar.class', lang, count=total)}"
-            "</caption>"
+    caption = t("bar.class_one" if total == 1 else "bar.class", lang, count=total)
+    return (f"<table class='lesson-votes'><caption>{caption}</caption>"
             + "".join(lines) + "</table>")
 
 
@@ -270,7 +270,8 @@ def question_box(shown: Shown, lectures: Lectures) -> str:
     asked = f"<div class='lesson-question'><b>{t('bar.predict', lang)}</b> {html.escape(question.ask)} {choices}</div>"
     if not lecture.revealed:
         total = sum(tally.values())
-        return asked + f"<div class='lesson-waiting'>{t('bar.waiting_one' if total == 1 else 'bar.waiting', lang, count=total)}</div>"
+        waiting = t("bar.waiting_one" if total == 1 else "bar.waiting", lang, count=total)
+        return asked + f"<div class='lesson-waiting'>{waiting}</div>"
     answer = lectures.answer(lecture.code, lecture.step)
     said = (f"<b>{t('bar.model', lang)}</b> {html.escape(shown_text(answer.value))} — {html.escape(answer.detail)}"
             if answer else f"<b>{t('bar.model', lang)}</b> {t('bar.no_model', lang)}")
@@ -290,7 +291,8 @@ def bar(shown: Shown, lectures: Lectures, root: str, said: str = "") -> str:
             + (f"<div class='lesson-point'><b>{t('bar.look_at', lang)}</b> {html.escape(point)}</div>" if point else "")
             + (f"<div class='lesson-said' role='status'>{html.escape(said)}</div>" if said else ""))
     # the counter and the code stay in a corner of the screen when the bar has scrolled away (page.css)
-    badge = f"<div class='lesson-badge'>{lecture.step + 1} / {lecture.steps} · {t('bar.join', lang)} {lecture.code}</div>"
+    badge = (f"<div class='lesson-badge'>{lecture.step + 1} / {lecture.steps} · {t('bar.join', lang)} "
+             f"{lecture.code}</div>")
     return f"<div class='lesson'><div class='lesson-main'>{main}</div>{join_box(lecture.code, root, lang)}</div>{badge}"
 
 

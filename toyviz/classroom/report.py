@@ -235,7 +235,8 @@ def html_page(report: Report, made: list[Row], title: str = "", lang: str = LANG
                      f"<p><b>{t('report.asked', lang)}</b> {e(row.ask)}</p>{chart}<table><tr>{columns}</tr>"
                      f"{lines}</table>{answer}<p class='meta'>"
                      f"{e(t('report.shown', lang, length=minutes(row.seconds)))}</p></section>")
-    return (f"<!doctype html><html lang='{lang}'><head><meta charset='utf-8'><title>{e(name)} · {e(when(report.started))}</title>"
+    return (f"<!doctype html><html lang='{lang}'><head><meta charset='utf-8'>"
+            f"<title>{e(name)} · {e(when(report.started))}</title>"
             f"<style>{STYLE}</style></head><body>{head}{''.join(parts)}</body></html>")
 
 
@@ -281,5 +282,6 @@ def files(lectures: Lectures, report_id: int, secrets) -> list[str]:
     lesson = lesson_now(report)
     stem = f"toyviz-lecture-{dt.datetime.fromtimestamp(report.started, dt.timezone.utc):%Y-%m-%d}-" \
            f"{Path(report.lesson).stem}-{report.code}"
-    return [EXPORTS.write(f"{stem}.html", html_page(report, lines, title, lesson.language if lesson else LANGUAGES[0])),
+    lang = lesson.language if lesson else LANGUAGES[0]
+    return [EXPORTS.write(f"{stem}.html", html_page(report, lines, title, lang)),
             EXPORTS.write(f"{stem}.csv", csv_text(report, lines, title))]
