@@ -127,6 +127,6 @@ def test_a_checkpoint_changed_since_its_graphs_were_exported_turns_the_pages_mod
     weights[-1] ^= 1                                              # one byte of one weight
     (folder / "model.safetensors").write_bytes(bytes(weights))
     why = browser_model.missing(folder)
-    assert why is not None and "exported from other weights" in why and "python -m toyviz.web" in why
+    assert why is not None and "exported from other weights" in why and "toyviz export web" in why
     head = browser_model.head(Shelf(), folder)
     assert '"backend": "server"' in head and "exported from other weights" in head
