@@ -12,7 +12,8 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.figures import circuits as cf
 from toyviz.app.views import circuits as view
 from toyviz.errors import UserError
-from toyviz.interpret.circuits.intervene import intervene
+from toyviz.interpret.circuits.intervene import intervene, predicted_prob
+from toyviz.interpret.circuits.nodes import NodeGraph
 from toyviz.interpret.transcoders import FOLDER
 
 from test_views import old_labels
@@ -62,7 +63,7 @@ def test_a_clicked_feature_is_ablated_in_the_real_gpt_beside_the_graphs_predicti
     transcoders, _ = explorer.caches.transcoders()
     expected = intervene(explorer.gpt.model, transcoders, circuit.graph, index, 0.0)
     bars = fig.data[0]
-    assert list(bars.x) == pytest.approx([expected.prob_before, cf.predicted_prob(expected.prob_before,
+    assert list(bars.x) == pytest.approx([expected.prob_before, predicted_prob(expected.prob_before,
                                           expected.predicted_logit_change), expected.prob_after])
     assert expected.predicted_logit_change < expected.real_logit_change < 0       # docs: −2.04 predicted, −0.46 real
     steered = view.intervention_view(explorer, PROMPT, "", "0_1603_8", 2)
@@ -85,7 +86,7 @@ def test_supernodes_come_from_the_links_text(explorer):
 
 
 def test_when_errors_carry_most_of_the_influence_the_view_says_so():
-    base = cf.CircuitView([], [], ["a"], "b", 0.5, 1, replacement=0.3, completeness=0.6, logit_errors=0.7)
+    base = NodeGraph([], [], ["a"], "b", 0.5, 1, replacement=0.3, completeness=0.6, logit_errors=0.7)
     words = view.error_words(base)
     assert "Most of this prediction runs through error nodes" in words and "70%" in words
     base.replacement = 0.9

@@ -1,11 +1,13 @@
-"""The Circuits tab's figures (toyviz.app.figures.circuits) on a small graph made by hand: where each node sits,
-which links are drawn and how, what a hover carries, supernodes, and the intervention's bars."""
+"""The Circuits tab's figures (toyviz.app.figures.circuits) on a small graph made by hand
+(toyviz.interpret.circuits.nodes): where each node sits, which links are drawn and how, what a hover carries,
+supernodes, and the intervention's bars."""
 import math
 
 import pytest
 
 from toyviz.app.figures import circuits as cf
-from toyviz.interpret.circuits.intervene import Intervention
+from toyviz.interpret.circuits.intervene import Intervention, predicted_prob
+from toyviz.interpret.circuits.nodes import Node, NodeGraph, grouped
 from toyviz.interpret.dictionary import Context, Dashboard
 
 PIECES = ["<|endoftext|>", "Master", " S"]
@@ -17,19 +19,18 @@ def board(feature: int) -> Dashboard:
                      [1, 2], [0.0, 2.0, 4.0], [(5, " S", 0.8), (6, "le", 0.5)], [(7, " the", -0.3)])
 
 
-def small_view() -> cf.CircuitView:
+def small_view() -> NodeGraph:
     """Two tokens' embeddings, three layer-0 features (two in one cell), an error node and the logit."""
-    nodes = [cf.Node("E_1_1", "token", 0, 1, "Master", 0.2, 1.0), cf.Node("E_2_2", "token", 0, 2, " S", 0.3, 1.0),
-             cf.Node("0_10_2", "feature", 1, 2, "' S' (75%)", 0.25, 3.0),
-             cf.Node("0_11_2", "feature", 1, 2, "' S' (100%)", 0.1, 2.0),
-             cf.Node("0_12_1", "feature", 1, 1, "Master", 0.05, 1.0),
-             cf.Node("0_-1_2", "error", 1, 2, "", 0.1, 0.5), cf.Node("2_5_2", "logit", 3, 2, 'Output " S"', 0.0, 6.0)]
+    nodes = [Node("E_1_1", "token", 0, 1, "Master", 0.2, 1.0), Node("E_2_2", "token", 0, 2, " S", 0.3, 1.0),
+             Node("0_10_2", "feature", 1, 2, "' S' (75%)", 0.25, 3.0),
+             Node("0_11_2", "feature", 1, 2, "' S' (100%)", 0.1, 2.0),
+             Node("0_12_1", "feature", 1, 1, "Master", 0.05, 1.0),
+             Node("0_-1_2", "error", 1, 2, "", 0.1, 0.5), Node("2_5_2", "logit", 3, 2, 'Output " S"', 0.0, 6.0)]
     for n in nodes:
-        n.dashboard = (cf.feature_html(n, cf.feature_number(n), board(cf.feature_number(n))) if n.kind == "feature"
-                       else "<div>other</div>")
+        n.board = board(cf.feature_number(n)) if n.kind == "feature" else None
     edges = [("E_2_2", "0_10_2", 2.0), ("E_2_2", "0_11_2", 1.0), ("E_1_1", "0_12_1", 0.5),
              ("0_10_2", "2_5_2", 3.0), ("0_11_2", "2_5_2", -1.0), ("0_12_1", "0_11_2", 0.2), ("0_-1_2", "2_5_2", 0.4)]
-    return cf.CircuitView(nodes, edges, PIECES, " S", 0.9, 2, 0.8, 0.9, 0.1)
+    return NodeGraph(nodes, edges, PIECES, " S", 0.9, 2, 0.8, 0.9, 0.1)
 
 
 def test_nodes_sit_in_their_layer_and_position_and_never_on_each_other():
@@ -41,7 +42,7 @@ def test_nodes_sit_in_their_layer_and_position_and_never_on_each_other():
         middle, width = centre[n.position]
         assert abs(x - middle) <= width / 2 and abs(y - n.row) < 0.45, n.key
     assert len({(round(x, 6), round(y, 6)) for x, y in xy.values()}) == len(view.nodes)
-    crowded = [cf.Node(f"0_{i}_1", "feature", 1, 1, "", 1 / (i + 1), 1.0) for i in range(20)]
+    crowded = [Node(f"0_{i}_1", "feature", 1, 1, "", 1 / (i + 1), 1.0) for i in range(20)]
     spots, (_, (middle, width)) = cf.places(crowded, 2), cf.columns(crowded, 2)
     assert width == cf.PER_LINE and len(set(spots.values())) == 20
     assert all(abs(y - 1) < 0.45 and abs(x - middle) <= width / 2 for x, y in spots.values())
@@ -112,23 +113,23 @@ def test_on_a_projector_the_graph_has_its_title_and_a_one_line_legend_above_it()
 
 
 def test_supernodes_merge_their_members_and_sum_their_links():
-    view = cf.grouped(small_view(), {"S copy": ["0_10_2", "0_11_2", "E_2_2", "9_9_9"]})
+    view = grouped(small_view(), {"S copy": ["0_10_2", "0_11_2", "E_2_2", "9_9_9"]})
     assert view.unknown == ["E_2_2", "9_9_9"]              # tokens are not grouped; unknown ids said
     keys = {n.key for n in view.nodes}
     assert "S copy" in keys and not keys & {"0_10_2", "0_11_2"}
     group = next(n for n in view.nodes if n.key == "S copy")
-    assert group.kind == "group" and group.members == ("0_10_2", "0_11_2")
+    assert group.kind == "group" and [m.key for m in group.members] == ["0_10_2", "0_11_2"]
     assert group.row == 1 and group.position == 2 and group.influence == pytest.approx(0.35)
     links = {(s, t): w for s, t, w in view.edges}
     assert links[("E_2_2", "S copy")] == pytest.approx(3.0) and links[("S copy", "2_5_2")] == pytest.approx(2.0)
     assert links[("0_12_1", "S copy")] == pytest.approx(0.2)
-    assert "Supernode S copy" in group.dashboard
+    assert "Supernode S copy" in cf.hover(group, view)
     assert any(t.name == cf.KIND_STYLE["group"][2] for t in cf.graph_figure(view).data)
 
 
 def test_the_intervention_shows_the_graphs_prediction_beside_the_gpt():
     result = Intervention(predicted_logit_change=-2.0, real_logit_change=-0.5, prob_before=0.9, prob_after=0.85)
-    predicted = cf.predicted_prob(0.9, -2.0)
+    predicted = predicted_prob(0.9, -2.0)
     assert predicted == pytest.approx(0.9 * math.exp(-2) / (0.1 + 0.9 * math.exp(-2)))
     fig = cf.intervention_figure("0_10_2", 0.0, " S", result)
     bars = fig.data[0]

@@ -71,12 +71,13 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_package_and_nothing_else(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {n.split("/")[0] for n in names} == {"toyviz", wheel.name.split("-py3")[0] + ".dist-info"}
-    # every module and data file of the package (page.css included); not caches or Gradio's generated .pyi
+    # every module and data file of the package (page.css and circuit_panel.js included); not caches or Gradio's generated .pyi
     files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "toyviz").rglob("*")
              if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyi")}
     assert files <= names, sorted(files - names)
     assert {"toyviz/__init__.py", "toyviz/models/checkpoint.py", "toyviz/training/variants.py",
-            "toyviz/app/figures/__init__.py", "toyviz/data/__init__.py", "toyviz/app/page.css"} <= names
+            "toyviz/app/figures/__init__.py", "toyviz/data/__init__.py", "toyviz/app/page.css",
+            "toyviz/app/circuit_panel.js"} <= names
     assert not [n for n in names if n.startswith(("checkpoints/", "tests/", "benchmarks/", "app.py"))]
     # what `toyviz serve` needs: the command, the page and its start-up, its style sheet, the phones' page,
     # the shipped lessons, the worker processes' module

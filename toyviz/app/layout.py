@@ -5,6 +5,8 @@ answers an event.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 
 from toyviz.api import REGISTER_NAMES
@@ -13,7 +15,6 @@ from toyviz.app import reports
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
 from toyviz.app.views.text import examples
 from toyviz.app.views import circuits
-from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
 from toyviz.i18n import t
 from toyviz.interpret import explain
@@ -23,6 +24,9 @@ from toyviz.models.size import PRESETS
 from toyviz.settings import links
 from toyviz.settings.controls import DEFAULTS
 from toyviz.training.variants import VARIANTS
+
+# the Circuits tab's panel script: a hover shows a node's dashboard, a click intervenes (read as page.css is)
+CIRCUIT_PANEL = (Path(__file__).parent / "circuit_panel.js").read_text(encoding="utf-8")
 
 
 def header(ui):
@@ -173,7 +177,7 @@ def features_tab(ui):
 
 def circuits_tab(ui):
     """The Circuits tab (issue 45): the attribution graph with the hovered node's dashboard beside it (drawn in the
-    page from the figure's own data: toyviz.app.figures.circuits.PAGE_SCRIPT), a clicked feature ablated or steered
+    page from the figure's own data: circuit_panel.js), a clicked feature ablated or steered
     below; the target and the supernodes redraw on Enter and are kept in the link."""
     with ui.say(gr.Tab, {"label": "tabs.circuits"}, id="circuits") as ui.tab_circuits:
         intro(ui, "circuits")
@@ -190,7 +194,7 @@ def circuits_tab(ui):
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 graph = plot("circuit-graph-plot")
-            panel = gr.HTML(elem_id="circuit-dashboard", js_on_load=circuit_figs.PAGE_SCRIPT, min_width=320)
+            panel = gr.HTML(elem_id="circuit-dashboard", js_on_load=CIRCUIT_PANEL, min_width=320)
         ui.circuits_out = [graph, panel, gr.Markdown(elem_id="circuit-about")]
         with gr.Row():
             ui.circuit_node = gr.Textbox(label="feature (click one in the graph, or type its id)", max_lines=1,

@@ -1,16 +1,15 @@
-"""Circuits tab: an attribution graph (toyviz.interpret.circuits) drawn for a student to follow edge by edge.
+"""Circuits tab: an attribution graph (toyviz.interpret.circuits.nodes) drawn for a student to follow edge by edge.
 
 Rows are layers (the prompt's tokens at the bottom, the target's logit on top), columns positions; the nodes of
 one (layer, position) share their cell, most influential first. An edge's width follows |weight|, its colour its
 sign (blue excites, red inhibits: the app's promoted / suppressed colours). Every node carries its hover in
-`customdata` — [node id, its dashboard as HTML, a one-line summary] — so the page's script (PAGE_SCRIPT) shows a
-feature's dashboard beside the graph without a request, and a click sends the node's id to the intervention.
+`customdata` — [node id, its dashboard as HTML, a one-line summary] — so the page's script (toyviz/app/circuits.js)
+shows a feature's dashboard beside the graph without a request, and a click sends the node's id to the intervention.
 """
 from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass, field, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -18,6 +17,8 @@ import plotly.graph_objects as go
 from toyviz.app.figures import BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, figure, style, visible
 from toyviz.app.figures.features import DOWN, UP
 from toyviz.interpret.circuits.export import parse
+from toyviz.interpret.circuits.intervene import predicted_prob
+from toyviz.interpret.circuits.nodes import Node, NodeGraph
 from toyviz.interpret.dictionary import Dashboard
 
 MAX_EDGES = 400               # edges drawn: the strongest shares of their target's input (a hairball past that)
@@ -26,7 +27,6 @@ WIDTHS = (0.6, 1.4, 2.8, 5.0)  # px, edges by |weight| / the largest: < 0.1, < 0
 BOUNDS = (0.1, 0.3, 0.6)
 CONTEXTS, BEFORE, AFTER = 4, 8, 2     # a hover dashboard's contexts, and its tokens around each peak
 LOGIT_ROWS = 5                # promoted and suppressed tokens a hover dashboard lists
-MOSTLY_ERRORS = 0.5           # errors' share of the influence past which the view says the graph does not know
 KIND_STYLE = {                # marker symbol, colour, legend name, and on a projector (one line: the tab's text explains)
     "feature": ("circle", "#e6550d", "feature (transcoder)", "feature"),
     "group": ("hexagon", "#756bb1", "supernode (your group)", "supernode"),
@@ -45,106 +45,8 @@ PROJECTOR_PLOT = 0.85
 LINK_STYLE = ((1, UP, "link that excites (+)", "excites"), (-1, DOWN, "link that inhibits (−)", "inhibits"))
 
 
-@dataclass
-class Node:
-    key: str                  # the graph JSON's node_id ("2_1465_21", error "0_-1_8", "E_262_8", "5_83_21"), a group's name
-    kind: str                 # feature | error | token | logit | group
-    row: float                # 0 tokens, 1 + layer, layers + 1 the logit (a group: its members' mean)
-    position: float
-    label: str                # a feature's dashboard label, a token's piece
-    influence: float          # share of all nodes' influence on the target
-    value: float              # activation (feature), vector norm (error, token), logit − mean logit (logit)
-    dashboard: str = ""       # what the hover panel shows (HTML)
-    members: tuple[str, ...] = ()
-
-
-@dataclass
-class CircuitView:
-    """What the Circuits tab draws: the pruned graph's nodes and links, and the numbers it says in words."""
-    nodes: list[Node]
-    edges: list[tuple[str, str, float]]   # (source key, target key, weight)
-    pieces: list[str]
-    target: str
-    prob: float
-    layers: int
-    replacement: float
-    completeness: float
-    logit_errors: float       # share of the logit's direct |input| that comes from error nodes
-    unknown: list[str] = field(default_factory=list)   # supernode members that are no kept node
-
-    @property
-    def error_share(self) -> float:
-        """The errors' share of the influence reaching the target from the graph's sources (tokens and errors):
-        1 − the replacement score."""
-        return 1 - self.replacement
-
-
-def circuit_view(circuit, dashboard=None) -> CircuitView:
-    """A Circuit (toyviz.interpret.circuits.trace) → what is drawn; dashboard(layer, feature) → its Dashboard
-    (toyviz.interpret.dictionary) or None. Nodes and links are the graph JSON's (`Circuit.to_json`), the
-    endpoint's, so a hover and the JSON name a node alike."""
-    graph, pruned = circuit.graph, circuit.pruned
-    data = circuit.to_json()
-    kept = pruned.nodes.nonzero(as_tuple=True)[0].tolist()
-    total = float(pruned.influence.sum()) or 1.0
-    L = graph.n_layers
-    nodes = []
-    for record, index in zip(data["nodes"], kept):
-        kind = {"embedding": "token", "logit": "logit", "mlp reconstruction error": "error"}.get(
-            record["feature_type"], "feature")
-        layer = record["layer"]
-        row = 0 if kind == "token" else L + 1 if kind == "logit" else int(layer) + 1
-        node = Node(record["node_id"], kind, row, record["ctx_idx"], record.get("clerp", ""),
-                    float(pruned.influence[index]) / total, float(graph.values[index]))
-        if kind == "feature":
-            feature = int(graph.feature[index])
-            node.dashboard = feature_html(node, feature, dashboard and dashboard(int(layer), feature))
-        nodes.append(node)
-    view = CircuitView(nodes, [(link["source"], link["target"], link["weight"]) for link in data["links"]],
-                       circuit.pieces, circuit.target_piece, circuit.prob, L, circuit.replacement,
-                       circuit.completeness, logit_error_share(graph))
-    for node in view.nodes:
-        if not node.dashboard:
-            node.dashboard = other_html(node, view)
-    return view
-
-
-def logit_error_share(graph) -> float:
-    incoming = graph.adjacency[graph.logit_index].abs()
-    errors = incoming[graph.kinds() == 1].sum()
-    return float(errors / incoming.sum().clamp(min=1e-30))
-
-
 def feature_number(node: Node) -> int:
     return parse(node.key).index
-
-
-# ---------------------------------------------------------------- supernodes -----------------
-
-def grouped(view: CircuitView, groups: dict[str, list[str]]) -> CircuitView:
-    """The view with each group of nodes (by key) drawn as one supernode at its members' mean place, its links
-    the sums of its members' (links inside a group dropped). Keys that are no kept feature go to `unknown`."""
-    by_key = {n.key: n for n in view.nodes}
-    owner, unknown, supernodes = {}, [], []
-    for name, keys in groups.items():
-        members = [by_key[k] for k in keys if k in by_key and by_key[k].kind == "feature" and k not in owner]
-        unknown += [k for k in keys if k not in by_key or by_key[k].kind != "feature"]
-        if not members:
-            continue
-        for m in members:
-            owner[m.key] = name
-        node = Node(name, "group", float(np.mean([m.row for m in members])),
-                    float(np.mean([m.position for m in members])), name, sum(m.influence for m in members),
-                    sum(m.value for m in members), members=tuple(m.key for m in members))
-        node.dashboard = group_html(node, members)
-        supernodes.append(node)
-    edges: dict[tuple[str, str], float] = {}
-    for source, target, weight in view.edges:
-        pair = (owner.get(source, source), owner.get(target, target))
-        if pair[0] != pair[1]:
-            edges[pair] = edges.get(pair, 0.0) + weight
-    return replace(view, nodes=[n for n in view.nodes if n.key not in owner] + supernodes,
-                   edges=[(s, t, w) for (s, t), w in edges.items()], unknown=unknown)
 
 
 # ---------------------------------------------------------------- the graph ------------------
@@ -195,7 +97,7 @@ def labelled(centre: list[tuple[float, int]], apart: float) -> list[int]:
     return sorted(kept)
 
 
-def drawn_edges(view: CircuitView, limit: int = MAX_EDGES) -> list[tuple[str, str, float]]:
+def drawn_edges(view: NodeGraph, limit: int = MAX_EDGES) -> list[tuple[str, str, float]]:
     """The `limit` links holding the largest shares of their targets' input (|weight| / all |weights| into it)."""
     into: dict[str, float] = {}
     for _, target, weight in view.edges:
@@ -204,7 +106,7 @@ def drawn_edges(view: CircuitView, limit: int = MAX_EDGES) -> list[tuple[str, st
     return ranked[:limit]
 
 
-def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX_EDGES) -> go.Figure:
+def graph_figure(view: NodeGraph, *, projector: bool = False, limit: int = MAX_EDGES) -> go.Figure:
     """The graph: positions left to right, layers bottom to top; hover a node for what it is (its dashboard in
     the panel beside), click a feature to intervene on it."""
     T = len(view.pieces)
@@ -236,7 +138,7 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
         traces.append(go.Scatter(
             x=[xy[n.key][0] for n in nodes], y=[xy[n.key][1] for n in nodes], mode="markers", name=name,
             marker=dict(symbol=symbol, color=colour, size=size, line=dict(color="white", width=1)),
-            customdata=[[n.key, n.dashboard, summary(n, view)] for n in nodes],
+            customdata=[[n.key, hover(n, view), summary(n, view)] for n in nodes],
             hovertemplate="%{customdata[2]}<extra></extra>"))
     fig = figure(traces)
     labels = [f"{p}: {visible(piece)}" for p, piece in enumerate(view.pieces)]
@@ -275,7 +177,7 @@ def graph_figure(view: CircuitView, *, projector: bool = False, limit: int = MAX
     return fig
 
 
-def summary(node: Node, view: CircuitView) -> str:
+def summary(node: Node, view: NodeGraph) -> str:
     """A node's hover line: what it is, where, how strong, how much of the target it carries."""
     share = f"influence {node.influence:.1%}"
     if node.kind == "feature":
@@ -350,7 +252,14 @@ def feature_html(node: Node, feature: int, board: Dashboard | None) -> str:
             f"<table class='circuit-logits'>{bars}</table></div>")
 
 
-def other_html(node: Node, view: CircuitView) -> str:
+def hover(node: Node, view: NodeGraph) -> str:
+    """What the panel shows for a node: a feature's dashboard, a supernode's members, what another node is."""
+    if node.kind == "feature":
+        return feature_html(node, feature_number(node), node.board)
+    return group_html(node) if node.kind == "group" else other_html(node, view)
+
+
+def other_html(node: Node, view: NodeGraph) -> str:
     """The panel for a node that is no feature: what it is, in words."""
     text = summary(node, view)
     if node.kind == "error":
@@ -359,52 +268,20 @@ def other_html(node: Node, view: CircuitView) -> str:
     return f"<div class='circuit-card'>{text}</div>"
 
 
-def group_html(node: Node, members: list[Node]) -> str:
+def group_html(node: Node) -> str:
+    members = node.members
     listed = "".join(f"<li>{html.escape(m.key)}: {html.escape(m.label)} ({m.influence:.1%})</li>" for m in members)
     return (f"<div class='circuit-card'><b>Supernode {html.escape(node.key)}</b>: {len(members)} features, "
             f"{node.influence:.1%} of the influence<ul>{listed}</ul></div>")
 
 
-# The panel's script (js_on_load of the HTML beside the graph: `element` is it). Every graph drawn into
-# #circuit-graph-plot gets two listeners: a hover writes the node's dashboard (customdata[1]) into the panel, a
-# click on a feature puts its id into #circuit-node and presses #circuit-intervene. No request for a hover.
-PAGE_SCRIPT = """
-const attach = () => {
-  const graph = document.querySelector('#circuit-graph-plot .js-plotly-plot');
-  if (!graph || !graph.on || graph.dataset.circuitWired === '1') return;
-  graph.dataset.circuitWired = '1';
-  graph.on('plotly_hover', (event) => {
-    const data = event.points[0].customdata;
-    const panel = element.querySelector('.circuit-panel') || element;
-    if (data && data[1]) panel.innerHTML = data[1];
-  });
-  graph.on('plotly_click', (event) => {
-    const data = event.points[0].customdata;
-    const box = document.querySelector('#circuit-node textarea, #circuit-node input');
-    if (!data || !box || !/^\\d+_\\d+_\\d+$/.test(data[0])) return;
-    box.value = data[0];
-    box.dispatchEvent(new Event('input', {bubbles: true}));
-    setTimeout(() => document.getElementById('circuit-intervene')?.click(), 50);
-  });
-};
-new MutationObserver(attach).observe(document.body, {childList: true, subtree: true});
-attach();
-"""
-
-
-def panel(view: CircuitView) -> str:
+def panel(view: NodeGraph) -> str:
     """The panel's first content: the hint, then the most influential feature's dashboard."""
     features = sorted((n for n in view.nodes if n.kind in ("feature", "group")), key=lambda n: -n.influence)
-    return f"{PANEL_STYLE}<div class='circuit-panel'>{PANEL_HINT}{features[0].dashboard if features else ''}</div>"
+    return f"{PANEL_STYLE}<div class='circuit-panel'>{PANEL_HINT}{hover(features[0], view) if features else ''}</div>"
 
 
 # ---------------------------------------------------------------- an intervention ------------
-
-def predicted_prob(prob: float, logit_change: float) -> float:
-    """The target's probability if its logit alone moved by logit_change (the graph predicts that one logit)."""
-    up = prob * math.exp(logit_change)
-    return up / (1 - prob + up)
-
 
 def intervention_figure(node: str, scale: float, target: str, result, *, projector: bool = False) -> go.Figure:
     """The target's probability before, as the graph predicts it after the feature is scaled, and as the real

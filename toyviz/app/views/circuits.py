@@ -15,6 +15,7 @@ from toyviz.app.views.typed import typed_token
 from toyviz.errors import UserError
 from toyviz.interpret.circuits.export import parse
 from toyviz.interpret.circuits.intervene import intervene
+from toyviz.interpret.circuits.nodes import NodeGraph, grouped, node_graph
 from toyviz.interpret.dictionary import dashboard
 from toyviz.settings.controls import clamp
 
@@ -24,6 +25,7 @@ EXAMPLES = [("induction: a name again", "Mistress Quickly and Master Slender wen
             ("an idiom", "I pray you, good my"),
             ("a famous line", "To be, or not to")]
 SCALES = (-4.0, 4.0)          # an intervention's scale: 0 ablates, 1 changes nothing, 2 doubles, −1 flips
+MOSTLY_ERRORS = 0.5           # errors' share of the influence past which the view says the graph does not know
 
 
 def parse_supernodes(text) -> dict[str, list[str]]:
@@ -51,14 +53,14 @@ def view_of(explorer: Explorer, prompt, target=""):
     circuit, note = circuit_of(explorer, prompt, target)
     _, boards = explorer.caches.transcoders()
     piece = explorer.models.need_gpt().tokenizer.piece
-    return circuit_figs.circuit_view(circuit, lambda l, f: boards[l] and dashboard(boards[l], f, piece)), circuit, note
+    return node_graph(circuit, lambda l, f: boards[l] and dashboard(boards[l], f, piece)), circuit, note
 
 
-def error_words(view: circuit_figs.CircuitView) -> str:
+def error_words(view: NodeGraph) -> str:
     """How much the error nodes carry, in words; when it is most of the influence, that the graph does not know."""
     share = (f"Error nodes (what the transcoders miss) carry {view.error_share:.0%} of the influence reaching the "
              f"target from the prompt, and {view.logit_errors:.0%} of the logit's direct input.")
-    if view.error_share > circuit_figs.MOSTLY_ERRORS:
+    if view.error_share > MOSTLY_ERRORS:
         return (f"**Most of this prediction runs through error nodes: the graph does not know how the GPT makes "
                 f"it.** {share} The features drawn are a small part of the story; read them with care.")
     return share + " The rest runs through features and the tokens themselves."
@@ -69,7 +71,7 @@ def circuits_view(explorer: Explorer, prompt, target="", supernodes="", projecto
     view, circuit, note = view_of(explorer, prompt, target)
     groups = parse_supernodes(supernodes)
     if groups:
-        view = circuit_figs.grouped(view, groups)
+        view = grouped(view, groups)
         if view.unknown:
             note += (f"Not in this graph, or not a feature: {', '.join(view.unknown)} (supernodes group features by "
                      "the ids their hover shows). ")

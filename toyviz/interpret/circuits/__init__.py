@@ -5,8 +5,9 @@
 
 frozen: the GPT made linear for the prompt (attention patterns and norm scales fixed, MLPs → features +
 errors); graph: the nodes and every direct effect between them, by batched backward passes; prune: influence,
-pruning and the replacement / completeness scores; export: Neuronpedia's / circuit-tracer's JSON; intervene:
-one feature scaled, the graph's predicted change beside the real GPT's. docs/circuits.md says how to read it.
+pruning and the replacement / completeness scores; export: Neuronpedia's / circuit-tracer's JSON; nodes: the
+pruned graph as the nodes and links a reader follows, supernodes; intervene: one feature scaled, the graph's
+predicted change beside the real GPT's. docs/circuits.md says how to read it.
 """
 from __future__ import annotations
 

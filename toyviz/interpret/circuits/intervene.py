@@ -12,6 +12,7 @@ a feature switching on or off).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,12 @@ class Intervention:
     real_logit_change: float          # the GPT's
     prob_before: float                # the GPT's probability of the target
     prob_after: float
+
+
+def predicted_prob(prob: float, logit_change: float) -> float:
+    """The target's probability if its logit alone moved by logit_change (the graph predicts that one logit)."""
+    up = prob * math.exp(logit_change)
+    return up / (1 - prob + up)
 
 
 def propagated(graph: Graph, node: int, delta: float) -> torch.Tensor:

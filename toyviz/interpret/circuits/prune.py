@@ -122,3 +122,10 @@ def scores(graph: Graph) -> tuple[float, float]:
     output = node_influence + weights
     completeness = (non_error * output).sum() / output.sum()
     return float(replacement), float(completeness)
+
+
+def logit_error_share(graph: Graph) -> float:
+    """The share of the target logit's direct |input| that comes from error nodes."""
+    incoming = graph.adjacency[graph.logit_index].abs()
+    errors = incoming[graph.kinds() == 1].sum()
+    return float(errors / incoming.sum().clamp(min=1e-30))
