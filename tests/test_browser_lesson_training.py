@@ -7,7 +7,7 @@ import time
 
 from test_browser import WAIT, browser, expect, pytestmark  # noqa: F401
 from test_browser_lessons import COVERED, presenter_page, screen, server  # noqa: F401
-from toyviz.app.watch import shared_runs
+from toyviz.app.views.watch import shared_runs
 from toyviz.lessons import answers
 from toyviz.training import live_answers
 

@@ -165,18 +165,19 @@ def test_figures_draw_the_run_at_a_step():
     assert "not recorded" in figures.loss_curves(empty).layout.annotations[0].text
 
 
-def test_every_page_asking_for_the_same_record_gets_one_drawing():
-    from toyviz.app import watch                     # the tab's renderer: Gradio is imported, never launched
+def test_every_page_asking_for_the_same_record_gets_one_drawing(monkeypatch):
+    from toyviz.app.views import watch               # the tab's renderer: no Gradio
+    from toyviz.serving.memory import LRU
 
     run = made_up_run([0.05, 0.1, 0.6])
-    drawings = watch.RecordDrawings(size=2)
-    first = drawings(run, None, False)
-    assert drawings(run, None, False) is first                       # a second page: the same figures
-    assert drawings(run, 10, False) is not first                     # another step is another drawing
+    monkeypatch.setattr(watch, "drawings", LRU(2))                   # the serving LRU, two drawings kept
+    first = watch.drawn_run(run, None, False)
+    assert watch.drawn_run(run, None, False) is first                # a second page: the same figures
+    assert watch.drawn_run(run, 10, False) is not first              # another step is another drawing
     run.records.append(made_up_run([0.05, 0.1, 0.6, 0.9]).records[-1])
-    later = drawings(run, None, False)
+    later = watch.drawn_run(run, None, False)
     assert later is not first and "step 30" in later[2].layout.title.text    # a new record is drawn anew
-    assert len(drawings.kept) == 2                                   # bounded
+    assert len(watch.drawings.items) == 2                            # bounded
 
 
 def test_a_run_that_fails_says_it_is_our_fault_and_logs_why(caplog):
@@ -191,7 +192,7 @@ def test_a_run_that_fails_says_it_is_our_fault_and_logs_why(caplog):
 
 
 def test_before_any_run_the_tab_draws_the_recipes_loss_axes_and_where_its_curves_start():
-    from toyviz.app import watch
+    from toyviz.app.views import watch
 
     status, loss, heads, pattern, samples = watch.watch_view(live.LiveRuns(), watch.LATEST, -1, False, "induction")
     assert "No run yet" in status and heads is None and pattern is None and samples == ""
@@ -206,7 +207,7 @@ def test_before_any_run_the_tab_draws_the_recipes_loss_axes_and_where_its_curves
 
 
 def test_a_run_that_has_not_recorded_yet_says_so_in_its_figures():
-    from toyviz.app import watch
+    from toyviz.app.views import watch
 
     starting = live.Run("induction", 0, {"steps": 10})
     loss, heads, pattern, _ = watch.draw_run(starting, None, False)

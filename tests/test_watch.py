@@ -1,12 +1,12 @@
-"""The Watch it learn tab's renderer and its owners (toyviz.app.watch), without a browser: which page a request is,
-who may stop the run, and a refused Start or Stop answered in the status line over the run there is (the page
+"""The Watch it learn tab's renderer and its owners (toyviz.app.views.watch), without a browser: which page a request
+is, who may stop the run, and a refused Start or Stop answered in the status line over the run there is (the page
 switching to the run that trains), never as an error in place of the figures."""
 import time
 from types import SimpleNamespace
 
 import pytest
 
-from toyviz.app import watch
+from toyviz.app.views import watch
 from toyviz.classroom.store import Lectures
 from toyviz.training import live
 

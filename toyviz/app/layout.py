@@ -14,7 +14,7 @@ from toyviz.app import browser_model, presenter, projector
 from toyviz.app import reports
 from toyviz.app.views.size import LOADED_GPT, LOADED_TRANSLATOR
 from toyviz.app.views.text import examples
-from toyviz.app.views import circuits
+from toyviz.app.views import circuits, watch
 from toyviz.app.widgets import SCROLL_TO_PANEL, plot, slider
 from toyviz.i18n import t
 from toyviz.interpret import explain
@@ -23,6 +23,7 @@ from toyviz.models.config import FEED_FORWARD_KINDS, POSITIONAL_KINDS
 from toyviz.models.size import PRESETS
 from toyviz.settings import links
 from toyviz.settings.controls import DEFAULTS
+from toyviz.training import live
 from toyviz.training.variants import VARIANTS
 
 # the Circuits tab's panel script: a hover shows a node's dashboard, a click intervenes (read as page.css is)
@@ -321,3 +322,32 @@ def model_tabs(ui, sizes):
                         gr.Dropdown(list(FEED_FORWARD_KINDS), value="gelu", label="feed-forward"),
                         gr.Checkbox(value=True, label="head tied to the token embedding")]
         ui.size_out = [gr.Markdown(elem_id="size-text"), plot("size-plot")]
+
+
+def watch_tab(ui):
+    """Watch it learn (issue 46): a tiny transformer trained live on this server, the same run on every page."""
+    with gr.Tab("Watch it learn", id="watch") as ui.tab_watch:
+        gr.Markdown(watch.EXPLAIN)
+        with gr.Row():
+            ui.watch_recipe = gr.Radio([("An induction head forms", "induction"), ("From noise to words", "text")],
+                                       value="induction", label="recipe", elem_id="watch-recipe", scale=2)
+            # no precision: 1.5 reaches the server as typed and is refused there, where Gradio would round it to 2
+            ui.watch_seed = gr.Number(value=0, step=1, label="seed (a whole number)", elem_id="watch-seed",
+                                      min_width=90)
+            ui.watch_start = gr.Button("Start", variant="primary", elem_id="watch-start", min_width=90)
+            ui.watch_stop = gr.Button("Stop", elem_id="watch-stop", min_width=90, visible=False)   # its owner's
+        # the text and the step picker side by side: on a projector they stand in one row under the buttons, and the
+        # loss curve under them still starts on a 720p first screen (page.css; on a laptop, under the figures)
+        with gr.Row(equal_height=False):
+            ui.watch_text = gr.Textbox(value=watch.DEFAULT_TEXT, lines=4, max_lines=8, elem_id="watch-text", scale=2,
+                                       label=f"text to learn from (From noise to words; {live.MIN_TEXT_CHARS:,} to "
+                                             f"{live.MAX_TEXT_CHARS:,} characters)")
+            ui.watch_which = gr.Radio([watch.LATEST, watch.LAST_FINISHED], value=watch.LATEST, label="show",
+                                      elem_id="watch-which")
+            ui.watch_step = gr.Slider(-1, watch.LONGEST, value=-1, step=1, label="step shown (-1 = the latest)",
+                                      elem_id="watch-step", scale=2)
+        ui.watch_status = gr.Markdown(watch.status(None), elem_id="watch-status")
+        ui.watch_out = [plot("watch-loss-plot"), plot("watch-heads-plot"), plot("watch-attention-plot"),
+                        gr.Markdown(elem_id="watch-samples")]
+        ui.watch_tick = gr.Timer(watch.POLL_S, active=False)
+        ui.watch_note = gr.State({})            # the page's last refused Start or Stop (watch.refusal)

@@ -1,6 +1,6 @@
 """A lecture on the page (toyviz.app.presenter): the address opens a deep link or a lecture, the Lessons picker a
 lecture; Prev / Next set each step's view as its deep link would and redraw its tab; Reveal uncovers the answer
-and the votes. Wired by app.py's `build`, as toyviz.app.watch wires its tab.
+and the votes. Wired by app.py's `build`, as page.wire_watch wires Watch it learn.
 """
 from __future__ import annotations
 

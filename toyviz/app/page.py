@@ -3,8 +3,9 @@ served with (`launch_options`). Each tab's components are `toyviz.app.layout`, t
 (inputs → note and figures, no Gradio), which renderer draws each tab from which controls `toyviz.app.tabs`, the
 controls' ranges `toyviz.settings.controls`, the app's Gradio pieces (a figure plot, sliders, how a user's error is
 shown) `toyviz.app.widgets`. Top to bottom: the page (`build`, the table of contents), the registry binding
-toyviz.app.tabs' names to this page's components, the tabs' events, the other actions, deep links, what the page is
-served with. Started by `toyviz serve` (toyviz.app.serve) and by the Space's app.py.
+toyviz.app.tabs' names to this page's components, the tabs' events, the other actions, the Circuits and Watch it
+learn tabs' own events, deep links, what the page is served with. Started by `toyviz serve` (toyviz.app.serve) and
+by the Space's app.py.
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 import toyviz
-from toyviz.app import browser_model, layout, lecture, watch
+from toyviz.app import browser_model, layout, lecture
 from toyviz.app import reports
-from toyviz.app.views import circuits
+from toyviz.app.views import circuits, watch
 from toyviz.app.views.layernorm import layernorm_choices
 from toyviz.app.views.positional import formula_view
 from toyviz.app.views.sampling import generate_view, generation_pending, kv_cache_view
@@ -40,6 +41,7 @@ from toyviz.serving.workers import Workers
 from toyviz.app.tabs import TABS, queue
 from toyviz.settings import links
 from toyviz.settings.controls import DEFAULTS
+from toyviz.training import live
 
 CSS = (Path(toyviz.__file__).parent / "app" / "page.css").read_text(encoding="utf-8")
 # generations decode together in one batch (toyviz.serving.batching): a worker streaming one mostly waits for the
@@ -79,7 +81,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
             layout.sample_tab(ui)               # the GPT in the student's browser on top (issue #31)
             layout.translate_tab(ui, sizes)
             layout.model_tabs(ui, sizes)        # Experiments, Model
-            watch.tab(ui)                       # a tiny transformer trained live (issue 46)
+            layout.watch_tab(ui)                # a tiny transformer trained live (issue 46)
             ui.say.add(ui.tab_watch, {"label": "tabs.watch"})
         ui.registry = registry(ui, bind)
         wire_tabs(ui, ui.registry, bind)
@@ -89,7 +91,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
         ui.presenter = Presenter(explorer, lectures)
         lecture.wire(ui, demo, ui.presenter)
         reports.wire(ui, demo, ui.presenter)     # End lecture, its report, past lectures (issue 56)
-        watch.wire(ui)
+        wire_watch(ui)
         ui.say.wire(demo)                       # the page in the visitor's language (toyviz.i18n, issue 56)
     demo.ui = ui
     return demo
@@ -241,6 +243,51 @@ def wire_circuits(ui, compute):
                                    **queue("circuits", ui.at_once))
     gr.Button(visible=False).click(limited(bind(circuits.circuit_json), "circuit"), [ui.prompt, ui.circuit_target],
                                    ui.circuit_json, api_name="circuit", **queue("circuits", ui.at_once))
+
+
+def wire_watch(ui, runs: live.LiveRuns | None = None):
+    """Watch it learn's events (toyviz.app.views.watch): Start, Stop, the slider and the poll; the tab draws the run as
+    it stands when selected. Each event knows its page (`watch.who`): its session and address, and the lecture it
+    presents (ui.lecture, over ui.presenter)."""
+    runs, presenter = runs or watch.shared_runs(), ui.presenter
+    view_inputs = [ui.watch_which, ui.watch_step, ui.projector, ui.watch_recipe, ui.lecture]
+    outputs = [ui.watch_status, *ui.watch_out, ui.watch_stop, ui.watch_tick]
+    noted = [ui.watch_note, *outputs]
+
+    def shown(page: live.Who, which: str, view: tuple) -> list:
+        status_line, *figs, samples = view
+        picked = watch.pick(runs, which)
+        # a figure this run does not have (the text recipe's heads and attention) is hidden, not an empty frame
+        return [status_line, *[gr.update(value=fig, visible=fig is not None) for fig in figs], samples,
+                gr.update(visible=watch.may_stop(runs.current(), page)),
+                gr.Timer(active=bool(picked and picked.running))]
+
+    def draw(which, upto, projector, recipe, lecture, note, request: gr.Request):
+        page = watch.who(request, lecture, presenter)
+        return shown(page, which, watch.watch_view(runs, which, upto, projector, recipe, page, note))
+
+    @friendly
+    def start(seed, text, which, upto, projector, recipe, lecture, request: gr.Request):
+        page = watch.who(request, lecture, presenter)
+        which, upto, note, *view = watch.start_view(runs, page, recipe, seed, text or "", which, upto, projector,
+                                                    presenter)
+        return [which, upto, note, *shown(page, which, view)]
+
+    @friendly
+    def stop(which, upto, projector, recipe, lecture, request: gr.Request):
+        page = watch.who(request, lecture, presenter)
+        note, *view = watch.stop_view(runs, page, which, upto, projector, recipe)
+        return [note, *shown(page, which, view)]
+
+    ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], [ui.watch_which, ui.watch_step, *noted],
+                         api_visibility="private")
+    ui.watch_stop.click(stop, view_inputs, noted, api_visibility="private")
+    # projector mode, a link or a lesson's step redraw the tab on screen through its hidden button (redraw_current):
+    # a projector link drew this tab's figures as well as its own tab's (on projector.change), on every page
+    redraw = gr.Button(visible="hidden", elem_id="redraw-watch").click
+    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, redraw,
+                  ui.watch_recipe.input, ui.watch_tick.tick):
+        event(draw, [*view_inputs, ui.watch_note], outputs, api_visibility="private")
 
 
 def wire_links(ui):

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 from markdown_it import MarkdownIt
 
-from toyviz.app.watch import shared_runs
+from toyviz.app.views.watch import shared_runs
 from toyviz.classroom import qr
 from toyviz.classroom.store import Lecture, Lectures
 from toyviz.errors import UserError

@@ -225,7 +225,7 @@ def redraw_current(ui, tabs: dict) -> str:
     Gradio build a new component for each output it left unchanged: ~25 ms of server CPU a redraw for 58
     outputs, against a few for one tab's. (The tab on screen is read off the page, by its label in the page's
     language: `ui.current` is server-side.)"""
-    drawn = [*tabs, *(["watch"] if hasattr(ui, "tab_watch") else [])]        # Watch it learn: toyviz.app.watch
+    drawn = [*tabs, *(["watch"] if hasattr(ui, "tab_watch") else [])]        # Watch it learn: page.wire_watch
     # its label in every language (toyviz.i18n: a tab is labelled "tabs.<name>"), the built one too
     names = {label: name for name in drawn
              for label in [getattr(ui, f"tab_{name}").label] + [t(f"tabs.{name}", lang) for lang in LANGUAGES]}

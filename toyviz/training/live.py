@@ -39,7 +39,7 @@ class RunRefused(UserError):
 
 @dataclass(frozen=True)
 class Who:
-    """Who starts or stops a run: a page (an identity its server gives it, toyviz.app.watch.who; "" for none) and
+    """Who starts or stops a run: a page (an identity its server gives it, toyviz.app.views.watch.who; "" for none) and
     the lecture it presents (a join code, when the page holds that lecture's presenter's secret; "" for none).
     A run keeps who started it: that page may stop it, and so may the lecture's presenter, from any page."""
     page: str = ""

@@ -1,11 +1,10 @@
 """The "Watch it learn" tab: a live run (toyviz.training.live) started from the page, which every open page
-watches as it trains, and a step slider over the run afterwards. Its layout (`tab`), its renderer
-(`watch_view`: the run → status, figures and samples, no Gradio) and its events (`wire`): the tab is its
-own, so app.py adds it with two calls.
+watches as it trains, and a step slider over the run afterwards: the run → status, figures and samples (no Gradio;
+its layout is toyviz.app.layout.watch_tab, its events toyviz.app.page.wire_watch).
 
 Every page polls the run once a second while it trains (a Timer that switches itself off when the run
 has ended). The figures of one record are drawn once and shared by every page asking for the same step
-(`drawn`): a hall of pages costs one drawing per record, not one per page.
+(`drawn_run`, kept in the serving LRU): a hall of pages costs one drawing per record, not one per page.
 
 The run has an owner (toyviz.training.live.Who): the page that started it, or the lecture it was started for. Its
 Stop is shown to its owner only, and refused to anyone else; the other pages are told whose run they watch. A
@@ -16,15 +15,11 @@ from it): only its presenter starts another.
 from __future__ import annotations
 
 import functools
-import threading
 import time
-from collections import OrderedDict
-
-import gradio as gr
 
 from toyviz.app.figures import live as figures
-from toyviz.app.widgets import friendly, plot
 from toyviz.serving.limits import visitor
+from toyviz.serving.memory import LRU
 from toyviz.training import live
 from toyviz.training.live_answers import crossing_step
 
@@ -81,11 +76,11 @@ def shared_runs() -> live.LiveRuns:
     return live.LiveRuns()
 
 
-def who(request: gr.Request | None, lecture: dict | None, presenter=None) -> live.Who:
-    """The page asking: its Gradio session together with the address it comes from, as the trusted proxies
-    report it (toyviz.serving.limits.visitor: a session id is the client's own choice, so the same id from another
-    address is another page), and the lecture it presents when its state (ui.lecture, server-side:
-    toyviz.app.lecture fills it) holds a secret `presenter`'s lectures know."""
+def who(request, lecture: dict | None, presenter=None) -> live.Who:
+    """The page asking (`request`: its event's gr.Request): its Gradio session together with the address it comes
+    from, as the trusted proxies report it (toyviz.serving.limits.visitor: a session id is the client's own choice,
+    so the same id from another address is another page), and the lecture it presents when its state (ui.lecture,
+    server-side: toyviz.app.lecture fills it) holds a secret `presenter`'s lectures know."""
     (address, session), _ = visitor(request)
     secret = (lecture or {}).get("secret")
     presented = presenter.lectures.presenting(secret) if secret and presenter is not None else None
@@ -136,28 +131,15 @@ def draw_run(run: live.Run, upto: int | None, projector: bool) -> tuple:
             figures.attention_pattern(run, upto, projector=projector), "")
 
 
-class RecordDrawings:
-    """The last few runs' drawings, by what changes them (which run, how many records, its state, the step
+DRAWINGS_KEPT = 64           # the last few runs' drawings, by record, step shown and projector mode
+drawings = LRU(DRAWINGS_KEPT)
+
+
+def drawn_run(run: live.Run, upto: int | None, projector: bool) -> tuple:
+    """draw_run's drawing, kept in `drawings` by what changes it (which run, how many records, its state, the step
     shown, projector mode): a hall of pages polling the same run costs one drawing per record."""
-
-    def __init__(self, size: int = 64):
-        self.size, self.kept, self.lock = size, OrderedDict(), threading.Lock()
-
-    def __call__(self, run: live.Run, upto: int | None, projector: bool) -> tuple:
-        key = (run.recipe, run.seed, run.started, len(run.records), run.state, upto, projector)
-        with self.lock:
-            if key in self.kept:
-                self.kept.move_to_end(key)
-                return self.kept[key]
-        drawing = draw_run(run, upto, projector)
-        with self.lock:
-            self.kept[key] = drawing
-            while len(self.kept) > self.size:
-                self.kept.popitem(last=False)
-        return drawing
-
-
-drawn = RecordDrawings()
+    key = (run.recipe, run.seed, run.started, len(run.records), run.state, upto, projector)
+    return drawings.get(key, lambda: draw_run(run, upto, projector))
 
 
 def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, recipe: str = "induction",
@@ -169,7 +151,8 @@ def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, re
     said = f"{note['text']}\n\n" if stands(note, runs.current()) else ""
     if run is None:
         return said + status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None, ""
-    return said + status(run, page), *drawn(run, None if upto is None or upto < 0 else int(upto), bool(projector))
+    return said + status(run, page), *drawn_run(run, None if upto is None or upto < 0 else int(upto),
+                                                 bool(projector))
 
 
 def refusal(why: live.RunRefused, doing: str, runs: live.LiveRuns) -> dict:
@@ -218,73 +201,3 @@ def stop_view(runs: live.LiveRuns, page: live.Who, which: str, upto: float, proj
 def may_stop(run: live.Run | None, page: live.Who) -> bool:
     """Whether `page` is shown a Stop: the run trains and is its own."""
     return run is not None and run.running and page.owns(run)
-
-
-def tab(ui):
-    """The tab's components, kept on `ui` as watch_*."""
-    with gr.Tab("Watch it learn", id="watch") as ui.tab_watch:
-        gr.Markdown(EXPLAIN)
-        with gr.Row():
-            ui.watch_recipe = gr.Radio([("An induction head forms", "induction"), ("From noise to words", "text")],
-                                       value="induction", label="recipe", elem_id="watch-recipe", scale=2)
-            # no precision: 1.5 reaches the server as typed and is refused there, where Gradio would round it to 2
-            ui.watch_seed = gr.Number(value=0, step=1, label="seed (a whole number)", elem_id="watch-seed",
-                                      min_width=90)
-            ui.watch_start = gr.Button("Start", variant="primary", elem_id="watch-start", min_width=90)
-            ui.watch_stop = gr.Button("Stop", elem_id="watch-stop", min_width=90, visible=False)   # its owner's
-        # the text and the step picker side by side: on a projector they stand in one row under the buttons, and the
-        # loss curve under them still starts on a 720p first screen (page.css; on a laptop, under the figures)
-        with gr.Row(equal_height=False):
-            ui.watch_text = gr.Textbox(value=DEFAULT_TEXT, lines=4, max_lines=8, elem_id="watch-text", scale=2,
-                                       label=f"text to learn from (From noise to words; {live.MIN_TEXT_CHARS:,} to "
-                                             f"{live.MAX_TEXT_CHARS:,} characters)")
-            ui.watch_which = gr.Radio([LATEST, LAST_FINISHED], value=LATEST, label="show", elem_id="watch-which")
-            ui.watch_step = gr.Slider(-1, LONGEST, value=-1, step=1, label="step shown (-1 = the latest)",
-                                      elem_id="watch-step", scale=2)
-        ui.watch_status = gr.Markdown(status(None), elem_id="watch-status")
-        ui.watch_out = [plot("watch-loss-plot"), plot("watch-heads-plot"), plot("watch-attention-plot"),
-                        gr.Markdown(elem_id="watch-samples")]
-        ui.watch_tick = gr.Timer(POLL_S, active=False)
-        ui.watch_note = gr.State({})            # the page's last refused Start or Stop (`refusal`)
-
-
-def wire(ui, runs: live.LiveRuns | None = None):
-    """Start, Stop, the slider and the poll; the tab draws the run as it stands when selected. Each event knows its
-    page (`who`): its session and address, and the lecture it presents (ui.lecture, over app.py's ui.presenter)."""
-    runs, presenter = runs or shared_runs(), ui.presenter
-    view_inputs = [ui.watch_which, ui.watch_step, ui.projector, ui.watch_recipe, ui.lecture]
-    outputs = [ui.watch_status, *ui.watch_out, ui.watch_stop, ui.watch_tick]
-    noted = [ui.watch_note, *outputs]
-
-    def shown(page: live.Who, which: str, view: tuple) -> list:
-        status_line, *figs, samples = view
-        picked = pick(runs, which)
-        # a figure this run does not have (the text recipe's heads and attention) is hidden, not an empty frame
-        return [status_line, *[gr.update(value=fig, visible=fig is not None) for fig in figs], samples,
-                gr.update(visible=may_stop(runs.current(), page)), gr.Timer(active=bool(picked and picked.running))]
-
-    def draw(which, upto, projector, recipe, lecture, note, request: gr.Request):
-        page = who(request, lecture, presenter)
-        return shown(page, which, watch_view(runs, which, upto, projector, recipe, page, note))
-
-    @friendly
-    def start(seed, text, which, upto, projector, recipe, lecture, request: gr.Request):
-        page = who(request, lecture, presenter)
-        which, upto, note, *view = start_view(runs, page, recipe, seed, text or "", which, upto, projector, presenter)
-        return [which, upto, note, *shown(page, which, view)]
-
-    @friendly
-    def stop(which, upto, projector, recipe, lecture, request: gr.Request):
-        page = who(request, lecture, presenter)
-        note, *view = stop_view(runs, page, which, upto, projector, recipe)
-        return [note, *shown(page, which, view)]
-
-    ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], [ui.watch_which, ui.watch_step, *noted],
-                         api_visibility="private")
-    ui.watch_stop.click(stop, view_inputs, noted, api_visibility="private")
-    # projector mode, a link or a lesson's step redraw the tab on screen through its hidden button (redraw_current):
-    # a projector link drew this tab's figures as well as its own tab's (on projector.change), on every page
-    redraw = gr.Button(visible="hidden", elem_id="redraw-watch").click
-    for event in (ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, redraw,
-                  ui.watch_recipe.input, ui.watch_tick.tick):
-        event(draw, [*view_inputs, ui.watch_note], outputs, api_visibility="private")
