@@ -2,6 +2,7 @@
 language with every key and the same {fields}; the language of a request (?lang=, then Accept-Language); the page's
 words said again as it opens; a user's mistake said in Spanish by the server, in a worker process too."""
 import os
+import re
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imported
 import types
 
@@ -171,3 +172,112 @@ def test_a_figure_drawn_in_a_worker_is_titled_in_the_requests_language(served, a
     client = gradio_client.Client(url, verbose=False, analytics_enabled=False, headers={"Accept-Language": accept})
     _, _, norms = client.predict("To be, or not", False, "gpt", api_name="/tokens")
     assert title in json.dumps(norms, ensure_ascii=False)
+
+
+# --------------------------------------------------------------- the figures ----------------------------------
+# what a figure may show in the same words in both languages: symbols, code names, units and names of things
+NEUTRAL = {"x", "q, k", "v, out", "IG", "p", "p(token)", "p(top)", "‖vector‖", "token", "bytes", "softmax",
+           "fp32 (4 bytes)", "bf16 (2 bytes)", "causal=False",
+           "9. out = Σ probs · v"}
+# the model's part names (block2.mlp, L1 H3, ln_f), variants (no_pe, baseline), numbers and token labels ("3: ␣the")
+NEUTRAL_PATTERN = re.compile(r"^(?:[\w.]+\.(?:attn|mlp|ln\d|ln_f|h\d+)|ln_f|embed|L\d+ H\d+|H\d+|#\d+|"
+                             r"[a-z]+(?:_[a-z0-9]+)+|baseline|rope|swiglu|[-+\d.,:%×e ]+|\d+: .*)$")
+
+
+def figure_words(fig) -> list[str]:
+    """Every title a figure shows, in order: its title, each axis's, each colour bar's, each legend entry shown,
+    each annotation (subplot titles, a panel's name, a marked line's label)."""
+    spec = fig.to_plotly_json()
+    layout, words = spec["layout"], []
+    text = lambda title: title.get("text") if isinstance(title, dict) else title
+    words.append(text(layout.get("title", {})))
+    for name, value in sorted(layout.items()):
+        if name.startswith(("xaxis", "yaxis")):
+            words.append(text(value.get("title", {})))
+        if name.startswith("coloraxis"):
+            words.append(text(value.get("colorbar", {}).get("title", {})))
+    for trace in spec["data"]:
+        words.append(text(trace.get("colorbar", {}).get("title", {})) if trace.get("showscale", True) else None)
+        if trace.get("showlegend") is not False and layout.get("showlegend") is not False:
+            words.append(trace.get("name"))
+    words += [a.get("text") for a in layout.get("annotations", [])]
+    return [w for w in words if isinstance(w, str) and w.strip()]
+
+
+def neutral(text: str) -> bool:
+    return text in NEUTRAL or bool(NEUTRAL_PATTERN.match(text))
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    import toyviz
+    from pathlib import Path
+    if not (Path("checkpoints") / "gpt" / "config.json").is_file():
+        pytest.skip("checkpoints/gpt is missing")
+    return Explorer(toyviz.load("gpt", device="cpu"), toyviz.load("translator", device="cpu"))
+
+
+def every_figure(explorer, projector: bool) -> dict[str, list]:
+    """Each tab's figures (circuits, which another change translates, and Watch it learn aside), and the figures its
+    buttons and second sections draw."""
+    from toyviz.app.tabs import TABS
+    from toyviz.app.views import positional, size, why
+    from toyviz.settings.controls import DEFAULT_PROMPT, DEFAULT_SOURCE
+    values = {"prompt": DEFAULT_PROMPT, "projector": projector, "model": "gpt", "metric": "cosine", "layer": 1,
+              "head": 2, "mode": "probs", "ablate": ["1.2"], "query": -1, "last_word": "dream", "norm_name": "block1.ln2",
+              "ln_position": 3, "res_position": -1, "why_token": "", "feature": -1, "feature_search": "",
+              "temperature": 0.8, "top_k": 50, "top_p": 0.95, "source": DEFAULT_SOURCE, "beam": 4,
+              "attention_kind": "cross", "tr_layer": "average", "tr_head": "average", "register": None,
+              "exp_variants": ["baseline", "learned_pe", "rope", "no_pe", "no_causal_mask"], "exp_x": "tokens",
+              "snapshot": 0, "x_axis": "step"}
+    drawn = {name: list(tab.render(explorer, *[values[key] for key in tab.inputs]))
+             for name, tab in TABS.items() if name != "circuits"}
+    drawn["translate (decoder, layer 0, head 1)"] = list(TABS["translate"].render(
+        explorer, DEFAULT_SOURCE, 4, "decoder", 0, 1, projector, None))
+    drawn["scores"] = list(TABS["attention"].render(explorer, DEFAULT_PROMPT, 0, 0, "scores", [], projector, "gpt"))
+    for stack in ("encoder", "decoder"):
+        drawn[f"tokens ({stack})"] = list(TABS["tokens"].render(explorer, DEFAULT_PROMPT, projector, stack))
+    drawn["formula"] = list(positional.formula_view(64, 128, projector))
+    drawn["patching"] = list(why.patching_view(explorer, *why.pair_fields(why.explain.PAIRS[0].name),
+                                               projector=projector))
+    drawn["size"] = list(size.size_view(explorer, "gpt2", projector=projector))
+    drawn["model, by tokens"] = list(TABS["model"].render(explorer, DEFAULT_PROMPT, -1, "tokens", projector))
+    return {name: [o for o in outputs if hasattr(o, "to_plotly_json")] for name, outputs in drawn.items()}
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_no_figure_title_or_axis_is_left_in_english_on_a_spanish_page(shipped, projector):
+    """Every tab's figures drawn in English and in Spanish: each title, axis title, colour bar's title, legend entry
+    and annotation differs between the two, or is one of the words both languages write alike (NEUTRAL: symbols,
+    the model's part names, numbers, token labels)."""
+    with i18n.speaking("en"):
+        english = every_figure(shipped, projector)
+    with i18n.speaking("es"):
+        spanish = every_figure(shipped, projector)
+    left, counted = [], 0
+    for name, figures in english.items():
+        assert len(figures) == len(spanish[name]), name
+        for en, es in zip(figures, spanish[name]):
+            en_words, es_words = figure_words(en), figure_words(es)
+            assert len(en_words) == len(es_words), (name, en_words, es_words)
+            counted += len(en_words)
+            left += [(name, a) for a, b in zip(en_words, es_words) if a == b and not neutral(a)]
+    assert left == [], left
+    assert counted > 150, counted          # the tabs were drawn, with their words
+
+
+def test_spanish_step_captions_fit_over_their_panels_on_a_projector(shipped):
+    """Inside a head's captions in Spanish keep to the lengths that fit their panels on a projector (the English
+    ones are checked in test_figures): steps 1–4 side by side, steps 9 and 10 half the width."""
+    from toyviz.app.figures import attention
+    from toyviz.settings.controls import DEFAULT_PROMPT
+    tr = shipped.caches.trace(DEFAULT_PROMPT, ablate=shipped.models.ablated_heads(["1.2"]))[0]
+    with i18n.speaking("es"):
+        captions = [a.text for a in attention.head_steps(tr, 1, 2, len(tr.tokens) - 1, projector=True).layout.annotations]
+    assert "rotada" in captions[1] and "rotadas" in captions[2] and "ablación: cero" in captions[8]
+    assert all(len(captions[i]) <= attention.QUARTER_CAPTION for i in range(4)), captions[:4]
+    assert all(len(captions[i]) <= attention.HALF_CAPTION for i in (8, 9)), captions[8:]
+    with i18n.speaking("es"):
+        longest = i18n.t("figures.steps.keys_short", n=999)
+    assert len(longest) <= attention.QUARTER_CAPTION, longest
+

@@ -12,6 +12,7 @@ from plotly.colors import get_colorscale
 
 from toyviz.app.figures import (BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, candidate_label, figure, heatmap,
                numpy, pool, style, subplots, token_labels, visible)
+from toyviz.i18n import LANGUAGES, catalogue, t
 from toyviz.models.names import attn, layer_of
 from toyviz.models.trace import Trace
 
@@ -55,7 +56,7 @@ def attention_trace(z, *, x, y, mode: str = "probs", coloraxis: str | None = Non
     colours = PROBS_COLOURS if mode == "probs" else SCORES_COLOURS
     return heatmap(z, x=x, y=y, colorscale=colours["colorscale"], zmin=colours.get("cmin"),
                    zmax=colours.get("cmax"), zmid=colours.get("cmid"), coloraxis=coloraxis, showscale=showscale,
-                   colorbar_title="probability" if mode == "probs" else "score q·k/√d",
+                   colorbar_title=t("figures.probability") if mode == "probs" else t("figures.attention.score_qk"),
                    hover=hover or f"query %{{y}} → key %{{x}}: %{{z:.3f}} ({mode})")
 
 
@@ -82,9 +83,9 @@ def attention_figure(z, *, rows: list[str], cols: list[str], title: str, filenam
     room = (70 + 50) * s + min(max(map(len, cols), default=0) * 0.6 * font, 200 * s)
     height = min(max(room + len(rows) * LABEL_LINE * font, MAP_HEIGHT[0] * grow), MAP_HEIGHT[1] * grow)
     fig = figure(attention_trace(z, x=cols, y=rows, mode=mode), dict(
-        xaxis=dict(title=dict(text="key (attended to)"), tickmode="array",
+        xaxis=dict(title=dict(text=t("figures.attention.key_axis")), tickmode="array",
                    tickvals=_every(cols, MAP_WIDTH, LABEL_LINE * font)),
-        yaxis=dict(title=dict(text="query (attending)"), autorange="reversed", tickmode="array",
+        yaxis=dict(title=dict(text=t("figures.attention.query_axis")), autorange="reversed", tickmode="array",
                    tickvals=_every(rows, height - room, LABEL_LINE * font))))
     return style(fig, title, filename=filename, projector=projector, height=round(height / grow), maps=True)
 
@@ -104,6 +105,18 @@ def _title_band(n: int, L: int, height: int, projector: bool, least: int) -> int
     return max(least, math.ceil(line * L * n / max(plot - line * (L - 1), line)))
 
 
+def head_label(label: str) -> str:
+    """A head's automatic label (toyviz.interpret.heads: "induction", "previous-token" …) in the event's language."""
+    key = f"figures.heads.{label}"
+    return t(key) if key in catalogue(LANGUAGES[0]) else label
+
+
+def ablation_kind(kind: str) -> str:
+    """How a head was switched off ("zero", "mean": toyviz.models), in the event's language."""
+    key = f"figures.attention.ablation_{kind}"
+    return t(key) if key in catalogue(LANGUAGES[0]) else kind
+
+
 def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector: bool = False) -> go.Figure:
     """Every layer × head as a small map (pooled to ≤ 32×32 cells for long prompts), so a student
     can spot the heads with a clear pattern before opening one; `labels` (from
@@ -112,7 +125,7 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
     The panels are tiles of ONE heatmap separated by white lines: a single trace builds and
     serialises an order of magnitude faster than L × H subplots."""
     L, H, T = trace.n_layer, trace.n_head, len(trace.token_ids)
-    names = {(h.layer, h.head): h.label for h in labels or []}
+    names = {(h.layer, h.head): head_label(h.label) for h in labels or []}
     tiles = [[pool(attention_matrix(trace, layer, head, mode), GRID_CELLS, GRID_CELLS)[0] for head in range(H)]
              for layer in range(L)]
     n = tiles[0][0].shape[0]
@@ -133,13 +146,13 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
                    text=f"L{layer} H{head}" + (f" · {names[layer, head]}" if (layer, head) in names else ""))
               for layer in range(L) for head in range(H)]
     fig = figure(heatmap(z, hover=f"{mode} %{{z:.3f}}", coloraxis="coloraxis"), dict(
-        coloraxis=dict(colorbar=dict(title=dict(text=mode)), **colours),
+        coloraxis=dict(colorbar=dict(title=dict(text=t(f"figures.attention.{mode}"))), **colours),
         shapes=[dict(b, fillcolor="white", line=dict(width=0), layer="above") for b in bands],
         annotations=titles,
         xaxis=dict(showticklabels=False, constrain="domain"),
         yaxis=dict(showticklabels=False, autorange="reversed")))
-    pooled = f" (blocks of {math.ceil(T / GRID_CELLS)} tokens averaged)" if T > GRID_CELLS else ""
-    return style(fig, f"All heads: attention {mode}, {L} layers × {H} heads{pooled}",
+    pooled = t("figures.attention.pooled", n=math.ceil(T / GRID_CELLS)) if T > GRID_CELLS else ""
+    return style(fig, t(f"figures.attention.grid_{mode}", layers=L, heads=H, pooled=pooled),
                  filename=f"toyviz-attention-grid-{mode}", projector=projector, height=height, maps=True)
 
 
@@ -148,7 +161,7 @@ def attention_head(trace: Trace, layer: int, head: int, *, mode: str = "probs", 
     q·k/√d before the mask and softmax (scores); grey cells are the future the mask hides."""
     labels = token_labels(trace.tokens)
     return attention_figure(attention_matrix(trace, layer, head, mode), rows=labels, cols=labels, mode=mode,
-                            title=f"Attention {mode} — layer {layer}, head {head}",
+                            title=t(f"figures.attention.head_{mode}", layer=layer, head=head),
                             filename=f"toyviz-attention-L{layer}-H{head}-{mode}", projector=projector)
 
 
@@ -161,22 +174,24 @@ def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = 
     a student sees what those heads contributed to this prediction. `piece(id)` names a token.
     With no head switched off there is nothing to compare: only the model's prediction is drawn,
     and the title says which control switches heads off."""
-    off = ", ".join(f"{layer_of(name)}.{h} ({kind})" for name, heads in ablated.ablated.items()
+    off = ", ".join(f"{layer_of(name)}.{h} ({ablation_kind(kind)})" for name, heads in ablated.ablated.items()
                     for h, kind in heads.items())
     p0 = numpy(trace.logits[position].float().softmax(-1))
     p1 = numpy(ablated.logits[position].float().softmax(-1)) if off else p0
     top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
     names = [candidate_label(piece(int(i)), i) for i in top]
-    bars = [go.Bar(y=names, x=p0[top], orientation="h", name="all heads on" if off else "the model's prediction",
+    bars = [go.Bar(y=names, x=p0[top], orientation="h",
+                   name=t("figures.attention.all_on") if off else t("figures.attention.prediction"),
                    hovertemplate="%{y}: %{x:.3f}<extra>all heads on</extra>")]
     if off:
-        bars.append(go.Bar(y=names, x=p1[top], orientation="h", name=f"heads {off} switched off",
+        bars.append(go.Bar(y=names, x=p1[top], orientation="h", name=t("figures.attention.heads_off", heads=off),
                            hovertemplate="%{y}: %{x:.3f}<extra>" + f"{off} off</extra>"))
     after = token_labels(trace.tokens)[position]
-    fig = figure(bars, dict(barmode="group", xaxis=dict(title=dict(text="probability")), showlegend=bool(off),
-                            yaxis=dict(autorange="reversed", title=dict(text=f"next token after {after}"))))
-    title = (f"Switching off heads {off}" if off else
-             f"Every head on — tick heads in “{ABLATE_CONTROL}” to compare")
+    fig = figure(bars, dict(barmode="group", xaxis=dict(title=dict(text=t("figures.probability"))),
+                            showlegend=bool(off), yaxis=dict(autorange="reversed",
+                                                             title=dict(text=t("figures.attention.after", token=after)))))
+    title = (t("figures.attention.switching_off", heads=off) if off else
+             t("figures.attention.every_head_on"))
     return style(fig, title, filename="toyviz-ablation", projector=projector,
                  height=200 + 36 * len(top))
 
@@ -317,27 +332,28 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     s = head_step_numbers(trace, layer, head, query)
     labels = token_labels(trace.tokens)
     T, d_head = len(labels), s["d_head"]
-    ablated = f" (ablated: {s['ablated']})" if s["ablated"] else ""
+    ablated = t("figures.steps.ablated", kind=ablation_kind(s["ablated"])) if s["ablated"] else ""
     rotated = s["rope_angles"] is not None                # RoPE: q and k are shown after their rotation
-    turn = (f", rotated {s['rope_angles'][0]:.2f} … {s['rope_angles'][-1]:.4f} rad" if rotated else "")
+    turn = (t("figures.steps.turn", first=f"{s['rope_angles'][0]:.2f}", last=f"{s['rope_angles'][-1]:.4f}")
+            if rotated else "")
     root = s["sqrt_d_head"]
     grid = PROJECTOR_STEPS if projector else LAPTOP_STEPS
     # a half-width caption stays within HALF_CAPTION characters so it fits over its panel on a projector, a quarter-
     # width one (steps 1–4 there) within QUARTER_CAPTION (the title names the query's token, the hover the angles);
     # the colour bars' titles ("q, k", "v, out") say which panels share a scale
     if projector:
-        firsts = ["1. input x (normalised)", "2. q = x·W_Q" + (", rotated" * rotated),
-                  f"3. keys k ({len(s['keys'])} visible)" if not rotated else "3. keys k, rotated", "4. values v"]
+        firsts = [t("figures.steps.input_short"), t("figures.steps.query_rotated_short" if rotated else
+                                                     "figures.steps.query_short"),
+                  t("figures.steps.keys_rotated_short") if rotated else
+                  t("figures.steps.keys_short", n=len(s["keys"])), t("figures.steps.values_short")]
     else:
-        firsts = [f"1. input x of {s['token']} (normalised)", f"2. its query q = x·W_Q{turn}",
-                  f"3. keys k of the {len(s['keys'])} visible tokens" + (", rotated by position" * rotated),
-                  "4. their values v"]
+        firsts = [t("figures.steps.input", token=s["token"]), t("figures.steps.query", turn=turn),
+                  t("figures.steps.keys_rotated" if rotated else "figures.steps.keys", n=len(s["keys"])),
+                  t("figures.steps.values")]
     captions = firsts + [
-                "5. scores q·kᵀ for every key",
-                f"6. scaled: ÷ √d_head = ÷ √{d_head} = ÷ {root:.3g} (same colours as 5: paler)",
-                "7. mask: future keys → −∞ (grey)" if s["causal"] else "7. mask: none (this pass sees every key)",
-                "8. softmax → attention probabilities (0..1, sum to 1)",
-                "9. out = Σ probs · v" + ablated, "10. its write into the stream: out·W_O"]
+                t("figures.steps.dot"), t("figures.steps.scaled", d_head=d_head, root=f"{root:.3g}"),
+                t("figures.steps.mask" if s["causal"] else "figures.steps.no_mask"),
+                t("figures.steps.softmax"), t("figures.steps.out", ablated=ablated), t("figures.steps.write")]
     fig = subplots(rows=len(grid.specs), cols=len(grid.specs[0]), specs=grid.specs, subplot_titles=captions,
                    row_heights=grid.row_heights, vertical_spacing=grid.vertical_spacing,
                    horizontal_spacing=grid.horizontal_spacing)
@@ -391,12 +407,12 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     signed = lambda title, ref, *arrays: dict(colorscale=SIGNED, cmin=-_symmetric(*arrays), cmax=_symmetric(*arrays),
                                               colorbar=bar(title, ref, bound=_symmetric(*arrays)))
     fig.update_layout(
-        coloraxis=dict(colorscale=SIGNED, cmin=-m, cmax=m, colorbar=bar("score", 4, 5, 6, bound=m)),
-        coloraxis2=dict(PROBS_COLOURS, colorbar=bar("probability", 7)),
+        coloraxis=dict(colorscale=SIGNED, cmin=-m, cmax=m, colorbar=bar(t("figures.attention.score"), 4, 5, 6, bound=m)),
+        coloraxis2=dict(PROBS_COLOURS, colorbar=bar(t("figures.probability"), 7)),
         coloraxis3=signed("x", 0, s["x"]),
         coloraxis4=signed("q, k", 1, s["q"], s["k"]),
         coloraxis5=signed("v, out", 3, s["v"], s["out"]),
-        coloraxis6=signed("write", 9, s["write"]),
+        coloraxis6=signed(t("figures.steps.write_bar"), 9, s["write"]),
     )
     for caption in fig.layout.annotations:       # a caption clear of the row labels under it ("0: <|endoftext|>")
         caption.yshift = round(6 * s_)
@@ -415,13 +431,13 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
         fig.update_xaxes(showticklabels=False, row=grid.row(step), col=1)
     probs_row = grid.row(8)
     if _fits(T, 1.0, projector):                                   # every key named under step 8
-        short = [visible(t) if len(t) <= 6 else visible(t[:5]) + "…" for t in trace.tokens]
+        short = [visible(tok) if len(tok) <= 6 else visible(tok[:5]) + "…" for tok in trace.tokens]
         fig.update_xaxes(tickmode="array", tickvals=labels, ticktext=short, tickangle=0, row=probs_row, col=1)
     else:                                                          # positions; hover names the token
         every = math.ceil(T / 16)
         fig.update_xaxes(tickmode="array", tickvals=labels[::every], ticktext=list(range(0, T, every)),
                          row=probs_row, col=1)
-    return style(fig, f"Layer {layer}, head {head}, step by step for query {s['token']}",
+    return style(fig, t("figures.steps.title", layer=layer, head=head, token=s["token"]),
                  filename=f"toyviz-attention-L{layer}-H{head}-q{query}-steps", projector=projector, height=grid.height,
                  maps=True)
 
@@ -432,14 +448,14 @@ def masked_vs_unmasked(causal: Trace, unmasked: Trace, layer: int, head: int, *,
     labels = token_labels(causal.tokens)
     # one query axis for both (the same prompt): the right panel's token names would press into the left map
     fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                   subplot_titles=[f"causal={t.causal}" + (" (future greyed)" if t.causal else "")
-                                        for t in (causal, unmasked)])
+                   subplot_titles=[f"causal={tr.causal}" + (t("figures.attention.future_greyed") if tr.causal else "")
+                                   for tr in (causal, unmasked)])
     for col, trace in enumerate((causal, unmasked), start=1):
         fig.add_trace(attention_trace(attention_matrix(trace, layer, head), x=labels, y=labels,
                                       coloraxis="coloraxis"), row=1, col=col)
-    fig.update_layout(coloraxis=dict(PROBS_COLOURS, colorbar=dict(title=dict(text="probability"))))
+    fig.update_layout(coloraxis=dict(PROBS_COLOURS, colorbar=dict(title=dict(text=t("figures.probability")))))
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text="key")
-    fig.update_yaxes(title_text="query", col=1)
-    return style(fig, f"Masked vs. unmasked — layer {layer}, head {head}",
+    fig.update_xaxes(title_text=t("figures.key"))
+    fig.update_yaxes(title_text=t("figures.query"), col=1)
+    return style(fig, t("figures.attention.masked_vs_unmasked", layer=layer, head=head),
                  filename=f"toyviz-mask-comparison-L{layer}-H{head}", projector=projector, height=560, maps=True)

@@ -8,6 +8,7 @@ import zlib
 
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import PROJECTOR_SCALE, figure, message, style
 
 SEEDS = ("baseline", "baseline_seed2")
@@ -41,7 +42,7 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
         a, b = (results["variants"][s][key] for s in SEEDS)
         xs = [p[0] for p in a]
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[p[1] for p in a] + [p[1] for p in b][::-1], fill="toself",
-                                 fillcolor="rgba(120,120,120,0.25)", line=dict(width=0), name="baseline, two seeds",
+                                 fillcolor="rgba(120,120,120,0.25)", line=dict(width=0), name=t("figures.experiments.two_seeds"),
                                  hoverinfo="skip"))
     for name in chosen:
         r = results["variants"][name]
@@ -55,18 +56,18 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
         # the token it predicts, so its curve falls to ~0.2. Only the final, honest score (each position
         # predicted from its past alone) is comparable with the other lines: drawn as its own labelled point
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines", name=f"{name} as trained (future visible)", legendgroup=name,
+            x=xs, y=ys, mode="lines", name=t("figures.experiments.as_trained", name=name), legendgroup=name,
             line=dict(color=colour(name), dash="dot"),
             hovertemplate="%{x}: %{y:.3f} bits/char with the future visible (not comparable)<extra></extra>"))
         honest = r["val_bits_per_char"]
         fig.add_trace(go.Scatter(
-            x=[xs[-1]], y=[honest], mode="markers+text", name=f"{name} honest (past only)",
+            x=[xs[-1]], y=[honest], mode="markers+text", name=t("figures.experiments.honest", name=name),
             legendgroup=name, marker=dict(color=colour(name), symbol="diamond", size=12),
-            text=[f"honest {honest:.3f}"], textposition="middle left", cliponaxis=False,
+            text=[t("figures.experiments.honest_value", value=f"{honest:.3f}")], textposition="middle left", cliponaxis=False,
             hovertemplate="end of training: %{y:.3f} bits/char, each position from its past alone<extra></extra>"))
-    fig.update_layout(xaxis_title_text="training tokens" if x == "tokens" else "seconds",
-                      yaxis_title_text="held-out bits/char")
-    return style(fig, "Held-out loss while training (same data, seed and budget)", filename=f"toyviz-experiments-{x}",
+    fig.update_layout(xaxis_title_text=t("figures.experiments.training_tokens" if x == "tokens" else "figures.experiments.seconds"),
+                      yaxis_title_text=t("figures.experiments.bits"))
+    return style(fig, t("figures.experiments.curves"), filename=f"toyviz-experiments-{x}",
                  projector=projector, height=460)
 
 
@@ -92,15 +93,16 @@ def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
     if spread:
         fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="grey", opacity=0.3, line_width=0, layer="below")
         fig.add_annotation(x=(spread[0] + spread[1]) / 2, y=1, yref="paper", yanchor="bottom", showarrow=False,
-                           text=f"seed spread {spread[1] - spread[0]:.3f}")
+                           text=t("figures.experiments.seed_spread", spread=f"{spread[1] - spread[0]:.3f}"))
     low, high = min(values), max(values)
     pad = (high - low or 1.0) * 0.05
     # a model trained without the mask is scored honestly here (each position from its past alone)
-    shown = [f"{n} (honest)" if "val_bits_per_char_as_trained" in results["variants"][n] else n for n in names]
-    fig.update_layout(xaxis=dict(title_text=f"held-out bits/char — lower is better (axis from {low - pad:.2f}, not 0)",
+    shown = [t("figures.experiments.honest_name", name=n) if "val_bits_per_char_as_trained" in results["variants"][n]
+             else n for n in names]
+    fig.update_layout(xaxis=dict(title_text=t("figures.experiments.lower_is_better", low=f"{low - pad:.2f}"),
                                  range=[low - pad, high + 5 * pad]),
                       yaxis=dict(autorange="reversed", tickmode="array", tickvals=names, ticktext=shown))
-    return style(fig, "Final held-out bits/char per variant, against the seed spread",
+    return style(fig, t("figures.experiments.final"),
                  filename="toyviz-experiments-final", projector=projector, height=160 + 40 * len(names))
 
 
@@ -116,14 +118,14 @@ def extrapolation(results: dict, *, projector: bool = False) -> go.Figure:
                                  legendgroup=name, line=dict(color=colour(name))))
         missing = [f for f in factors if r["extrapolation"][f] is None]
         if missing:
-            fig.add_annotation(x=missing[0], y=r["extrapolation"]["1x"], text=f"{name}: no positions past the table",
+            fig.add_annotation(x=missing[0], y=r["extrapolation"]["1x"], text=t("figures.experiments.past_table", name=name),
                                showarrow=False, yshift=-18)
     if not fig.data:
-        return message("No positional variants in these results.", "Length extrapolation",
+        return message(t("figures.experiments.no_positional"), t("figures.experiments.extrapolation"),
                        filename="toyviz-experiments-extrapolation", projector=projector)
-    fig.update_layout(xaxis_title_text="context read at evaluation (× trained context)",
-                      yaxis_title_text="held-out bits/char")
-    return style(fig, f"Length extrapolation (trained on {results['context']} tokens)",
+    fig.update_layout(xaxis_title_text=t("figures.experiments.context_read"),
+                      yaxis_title_text=t("figures.experiments.bits"))
+    return style(fig, t("figures.experiments.extrapolation_title", context=results["context"]),
                  filename="toyviz-experiments-extrapolation", projector=projector)
 
 
@@ -132,9 +134,11 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
     honestly (only the past visible), next to the baseline."""
     r = results["variants"].get("no_causal_mask")
     if r is None:
-        return message("The no-mask variant was not run.", "No causal mask", filename="toyviz-experiments-no-mask",
+        return message(t("figures.experiments.no_mask_missing"), t("figures.experiments.no_mask"),
+                       filename="toyviz-experiments-no-mask",
                        projector=projector)
-    names = ["baseline (with mask)", "no mask, as trained (future visible)", "no mask, honest (past only)"]
+    names = [t("figures.experiments.baseline_with_mask"), t("figures.experiments.no_mask_as_trained"),
+             t("figures.experiments.no_mask_honest")]
     values = [results["variants"].get("baseline", {}).get("val_bits_per_char"), r["val_bits_per_char_as_trained"],
               r["val_bits_per_char"]]
     # the baseline in its colour; the no-mask model in its own, pale where it is scored as trained (a cheat)
@@ -144,8 +148,8 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
                         marker=dict(color=[colour("baseline"), colour("no_causal_mask"), colour("no_causal_mask")],
                                     opacity=[1.0, 0.45, 1.0])))
     # room above the tallest bar for its number ("4.859"), which plotly would otherwise clip at the top
-    fig.update_layout(yaxis=dict(title_text="held-out bits/char", range=[0, max(v or 0 for v in values) * 1.15]))
-    return style(fig, "Without the mask: a loss that looks perfect, a model that cannot generate",
+    fig.update_layout(yaxis=dict(title_text=t("figures.experiments.bits"), range=[0, max(v or 0 for v in values) * 1.15]))
+    return style(fig, t("figures.experiments.no_mask_title"),
                  filename="toyviz-experiments-no-mask", projector=projector)
 
 

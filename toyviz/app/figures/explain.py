@@ -7,12 +7,15 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import (figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, tokens_per_row,
                visible)
 from toyviz.interpret.explain import Components, Patching, Saliency, Why
 
 HELPED, HURT = "#2166ac", "#b2182b"          # blue: raised the token; red: lowered it (as in the Residual tab)
 ABLATION_COLOURS = {"attribution (DLA)": "#999999", "zeroed: real drop": "#2166ac", "mean-ablated: real drop": "#67a9cf"}
+SERIES_KEYS = {"attribution (DLA)": "figures.why.attribution", "zeroed: real drop": "figures.why.zeroed",
+               "mean-ablated: real drop": "figures.why.mean_ablated"}      # each series' name in the catalogues
 PATCH_TEXT_COLUMNS = 24                      # the patching grid prints its numbers up to this many positions
 
 
@@ -23,11 +26,12 @@ def components_figure(c: Components, *, projector: bool = False) -> go.Figure:
     names = list(reversed(c.verified))                                  # the largest on top
     rows = np.arange(len(names))[::-1]
     fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, column_widths=[0.6, 0.4],
-                   subplot_titles=("logit − mean logit: attribution vs. removal", "log p(token): drop on removal"))
+                   subplot_titles=(t("figures.why.attribution_vs_removal"), t("figures.why.drop_on_removal")))
     series = {"attribution (DLA)": numpy(c.verified_attribution), "zeroed: real drop": numpy(c.effect_target[:, 0]),
               "mean-ablated: real drop": numpy(c.effect_target[:, 1])}
     for name, values in series.items():
-        fig.add_trace(go.Bar(y=names, x=values[rows], orientation="h", name=name, marker_color=ABLATION_COLOURS[name],
+        fig.add_trace(go.Bar(y=names, x=values[rows], orientation="h", name=t(SERIES_KEYS[name]),
+                             marker_color=ABLATION_COLOURS[name],
                              hovertemplate="%{y}: %{x:+.3f}<extra>" + name + "</extra>"), 1, 1)
     for j, kind in enumerate(("zeroed", "mean-ablated")):
         fig.add_trace(go.Bar(y=names, x=numpy(c.effect[:, j])[rows], orientation="h", showlegend=False,
@@ -35,9 +39,8 @@ def components_figure(c: Components, *, projector: bool = False) -> go.Figure:
                              hovertemplate="%{y}: log p drops by %{x:+.3f}<extra>" + kind + "</extra>"), 1, 2)
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.12, x=0), bargap=0.25)
     fig.update_xaxes(zeroline=True, zerolinecolor="#444")
-    rho = " / ".join("n/a" if r != r else f"{r:.2f}" for r in c.spearman)
-    return style(fig, f"Which parts push {visible(c.piece)!r}? Attribution checked by ablation "
-                      f"(Spearman ρ zero / mean: {rho})",
+    rho = " / ".join(t("figures.why.not_available") if r != r else f"{r:.2f}" for r in c.spearman)
+    return style(fig, t("figures.why.components", piece=repr(visible(c.piece)), rho=rho),
                  filename="toyviz-why-components", projector=projector, height=160 + 46 * len(names))
 
 
@@ -52,22 +55,21 @@ def saliency_figure(s: Saliency, *, projector: bool = False) -> go.Figure:
     fig = figure(token_grid(texts, ig, hover_values=hover, colorscale="RdBu", zmin=-bound, zmax=bound,
                             per_row=per_row, colorbar_title="IG"))
     rows = -(-len(texts) // per_row)
-    base = "the BOS embedding" if s.baseline == "bos" else "a zero embedding"
-    return style(grid_axes(fig), f"Input saliency for {visible(s.piece)!r}: integrated gradients from {base}, "
-                                 f"{s.steps} steps<br>(sum = logit change {s.logit - s.baseline_logit:+.2f}, "
-                                 f"completeness gap {s.gap:.2%})",
+    base = t("figures.why.bos_baseline") if s.baseline == "bos" else t("figures.why.zero_baseline")
+    return style(grid_axes(fig), t("figures.why.saliency", piece=repr(visible(s.piece)), base=base, steps=s.steps,
+                                   change=f"{s.logit - s.baseline_logit:+.2f}", gap=f"{s.gap:.2%}"),
                  filename="toyviz-why-saliency", projector=projector, height=150 + 34 * rows)
 
 
 def lens_figure(w: Why, *, projector: bool = False) -> go.Figure:
     """The chosen token's probability if the model stopped after each layer (logit lens), with its
     rank written on each bar: where in depth the answer appears."""
-    ranks = [f"rank {r + 1}" for r in w.lens_rank]
+    ranks = [t("figures.why.rank", rank=r + 1) for r in w.lens_rank]
     fig = figure(go.Bar(x=w.lens_names, y=w.lens_probability, text=ranks, textposition="outside",
                         marker_color=[HELPED if r == 0 else "#9ecae1" for r in w.lens_rank],
                         hovertemplate="%{x}: p = %{y:.3f}, %{text}<extra></extra>"))
-    fig.update_layout(yaxis=dict(title_text="p(token)", range=[0, 1.15]), xaxis_title_text="stream read after")
-    return style(fig, f"When does {visible(w.piece)!r} come up? The logit lens after each layer (dark: ranked first)",
+    fig.update_layout(yaxis=dict(title_text="p(token)", range=[0, 1.15]), xaxis_title_text=t("figures.residual.read_after"))
+    return style(fig, t("figures.why.lens", piece=repr(visible(w.piece))),
                  filename="toyviz-why-lens", projector=projector, height=340)
 
 
@@ -84,16 +86,17 @@ def patching_figures(pt: Patching, piece, *, projector: bool = False) -> tuple[g
     text = _cells(pt.resid) if len(x) <= PATCH_TEXT_COLUMNS else None
     resid = figure(heatmap(pt.resid, x=x, y=[n.label for n in pt.resid_names], colorscale="RdBu", zmin=-1, zmax=1,
                            zmid=0, text=text, texttemplate="%{text}" if text is not None else None,
-                           hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title="effect"))
-    resid.update_layout(xaxis_title_text="position (clean→corrupted where they differ)", yaxis_autorange="reversed")
+                           hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title=t("figures.why.effect")))
+    resid.update_layout(xaxis_title_text=t("figures.why.patch_positions"), yaxis_autorange="reversed")
     L, H = pt.heads.shape
-    heads = figure(heatmap(pt.heads, x=[f"H{h}" for h in range(H)], y=[f"layer {i}" for i in range(L)],
+    heads = figure(heatmap(pt.heads, x=[f"H{h}" for h in range(H)], y=[t("figures.why.layer", layer=i) for i in range(L)],
                            colorscale="RdBu", zmin=-1, zmax=1, zmid=0, text=_cells(pt.heads),
-                           texttemplate="%{text}", hover="%{y} %{x}: effect %{z:.3f}", colorbar_title="effect"))
+                           texttemplate="%{text}", hover="%{y} %{x}: effect %{z:.3f}", colorbar_title=t("figures.why.effect")))
     heads.update_layout(yaxis_autorange="reversed")
-    answers = (f"metric: logit({visible(piece(pt.clean_answer))}) − logit({visible(piece(pt.corrupted_answer))}) "
-               f"at the last position: clean {pt.clean_metric:+.2f}, corrupted {pt.corrupted_metric:+.2f}")
-    return (style(resid, f"Patching the clean residual stream in, one site and position at a time<br>{answers}",
+    answers = t("figures.why.metric", clean_answer=visible(piece(pt.clean_answer)),
+                corrupted_answer=visible(piece(pt.corrupted_answer)), clean=f"{pt.clean_metric:+.2f}",
+                corrupted=f"{pt.corrupted_metric:+.2f}")
+    return (style(resid, t("figures.why.patching_stream", metric=answers),
                   filename="toyviz-why-patching-stream", projector=projector, height=200 + 40 * len(pt.resid_names)),
-            style(heads, "Patching one head's clean output in (all positions)",
+            style(heads, t("figures.why.patching_heads"),
                   filename="toyviz-why-patching-heads", projector=projector, height=180 + 40 * L))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, message, numpy, style,
                                  token_labels, visible)
 from toyviz.interpret.dictionary import Dashboard, PromptFeatures
@@ -29,15 +30,15 @@ def prompt_features(features: PromptFeatures, n: int = 12, *, projector: bool = 
     fires where (hover names the feature; the first row is the strongest)."""
     chosen = features.strongest(n)
     if not chosen:
-        return message("No feature fires on this prompt.", "Features of the prompt", filename="toyviz-features-prompt",
+        return message(t("figures.features.none_fires"), t("figures.features.of_prompt"), filename="toyviz-features-prompt",
                        projector=projector)
     z = numpy(features.acts[:, chosen].T)                              # (n, T)
     names = [feature_name(f, features.labels[f]) for f in chosen]
     fig = figure(heatmap(np.where(z > 0, z, np.nan), x=token_labels(features.tokens), y=names,
                          colorscale="Oranges", zmin=0, hover="%{y} at %{x}: %{z:.2f}",
-                         colorbar_title="activation"))
-    fig.update_layout(xaxis_title_text="token", yaxis_autorange="reversed")
-    return style(fig, f"The {len(chosen)} features most active on the prompt (blank: not active)",
+                         colorbar_title=t("figures.features.activation")))
+    fig.update_layout(xaxis_title_text=t("figures.token"), yaxis_autorange="reversed")
+    return style(fig, t("figures.features.most_active", n=len(chosen)),
                  filename="toyviz-features-prompt", projector=projector, height=200 + 26 * len(chosen))
 
 
@@ -46,7 +47,7 @@ def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
     feature's activation there; contexts are aligned on the token each was chosen for."""
     filename = f"toyviz-feature-{dashboard.feature}-contexts"
     if not dashboard.contexts:
-        return message(f"Feature #{dashboard.feature} never fires on the held-out text.", "Where it fires",
+        return message(t("figures.features.never_fires", feature=dashboard.feature), t("figures.features.where"),
                        filename=filename, projector=projector)
     # as many columns as leave CELL_CHARS to a cell (a projector's larger font: fewer), two thirds before the peak
     columns = next(n for n in range(64, 0, -1) if n == 1 or cell_chars(n, projector) >= CELL_CHARS)
@@ -65,12 +66,12 @@ def top_contexts(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
                          y=[f"{r + 1}: {c.acts[c.peak]:.2f}" for r, c in enumerate(dashboard.contexts)],
                          colorscale="Oranges", zmin=0,
                          zmax=dashboard.max_activation or None, text=shown, texttemplate="%{text}",
-                         hover="%{customdata}: %{z:.2f}", colorbar_title="activation"))
+                         hover="%{customdata}: %{z:.2f}", colorbar_title=t("figures.features.activation")))
     fig.update_traces(xgap=2, ygap=2, customdata=text.tolist())     # plotly's cell text reads only `text`
-    fig.update_layout(xaxis_title_text="tokens from the one it was chosen for",
-                      yaxis_title_text="context: its activation", yaxis_autorange="reversed")
-    return style(fig, f"Feature {feature_name(dashboard.feature, dashboard.label)}: where it fires hardest "
-                      "(held-out text)", filename=filename, projector=projector, height=160 + 34 * rows)
+    fig.update_layout(xaxis_title_text=t("figures.features.from_chosen"),
+                      yaxis_title_text=t("figures.features.context"), yaxis_autorange="reversed")
+    return style(fig, t("figures.features.contexts", feature=feature_name(dashboard.feature, dashboard.label)),
+                 filename=filename, projector=projector, height=160 + 34 * rows)
 
 
 def activation_histogram(dashboard: Dashboard, *, projector: bool = False) -> go.Figure:
@@ -78,10 +79,11 @@ def activation_histogram(dashboard: Dashboard, *, projector: bool = False) -> go
     edges = np.asarray(dashboard.edges)
     fig = figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=dashboard.histogram, width=np.diff(edges),
                         marker_color="#e6550d", hovertemplate="around %{x:.2f}: %{y} tokens<extra></extra>"))
-    fig.update_layout(xaxis_title_text="activation", yaxis_title_text="held-out tokens", bargap=0.05)
+    fig.update_layout(xaxis_title_text=t("figures.features.activation"), yaxis_title_text=t("figures.features.held_out"),
+                      bargap=0.05)
     # the x axis starts a little left of 0: both axes' "0" at the corner covered each other on a projector
     fig.update_xaxes(range=[edges[0] - 0.05 * (edges[-1] - edges[0]), edges[-1]])
-    return style(fig, f"Feature #{dashboard.feature}: active on {dashboard.frequency:.2%} of held-out tokens",
+    return style(fig, t("figures.features.histogram", feature=dashboard.feature, share=f"{dashboard.frequency:.2%}"),
                  filename=f"toyviz-feature-{dashboard.feature}-histogram", projector=projector, height=320)
 
 
@@ -93,8 +95,7 @@ def logit_effects(dashboard: Dashboard, *, projector: bool = False) -> go.Figure
     fig = figure(go.Bar(y=[candidate_label(p, t) for t, p, _ in rows], x=values, orientation="h",
                         marker_color=np.where(values >= 0, UP, DOWN).tolist(),
                         hovertemplate="%{y}: %{x:+.3f}<extra></extra>"))
-    fig.update_layout(xaxis_title_text="direct effect on the logit, per unit of activation (before the norm's 1/σ)",
-                      yaxis_autorange="reversed")
-    return style(fig, f"Feature #{dashboard.feature}: tokens it promotes and suppresses",
+    fig.update_layout(xaxis_title_text=t("figures.features.direct_effect"), yaxis_autorange="reversed")
+    return style(fig, t("figures.features.logits", feature=dashboard.feature),
                  filename=f"toyviz-feature-{dashboard.feature}-logits", projector=projector,
                  height=140 + 22 * len(rows))

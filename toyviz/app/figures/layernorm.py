@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import figure, heatmap, numpy, slug, style, subplots, token_labels
 from toyviz.models.trace import Trace
 
@@ -29,6 +30,11 @@ def norm_statistics(trace: Trace) -> dict[str, np.ndarray]:
     return {k: np.stack([numpy(v) for v in rows]).round(4) for k, rows in stats.items()}
 
 
+def stat_name(stat: str) -> str:
+    """A statistic's name ("input std", a key of norm_statistics) in the event's language."""
+    return t("figures.layernorm." + stat.replace(" ", "_"))
+
+
 def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
     """Token × norm heatmaps of the mean and spread going in and coming out: the input std grows
     layer by layer as writes pile up in the stream, the output is brought back to a fixed scale."""
@@ -36,8 +42,8 @@ def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
     names, labels = list(trace.layernorms), token_labels(trace.tokens)
     # on a projector two by two, inputs left and outputs right: half as tall, for a 720-px screen (issue 55)
     rows, cols = (2, 2) if projector else (4, 1)
-    fig = subplots(rows=rows, cols=cols, subplot_titles=list(stats) if cols == 1 else
-                   ["input mean", "output mean", "input std", "output std"], shared_xaxes=True,
+    fig = subplots(rows=rows, cols=cols, subplot_titles=[stat_name(k) for k in (list(stats) if cols == 1 else
+                   ["input mean", "output mean", "input std", "output std"])], shared_xaxes=True,
                    vertical_spacing=0.06 if cols == 1 else 0.14, horizontal_spacing=0.16)
     for i, (stat, z) in enumerate(stats.items()):
         r, c = (i + 1, 1) if cols == 1 else (1 + i % 2, 1 + i // 2)
@@ -49,7 +55,7 @@ def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
         fig.data[-1].colorbar.update(len=0.8 / rows, y=1 - (r - 0.5) / rows, yanchor="middle", thickness=12, **beside)
     # every norm named (plotly would drop every other name where rows are close), with a row tall enough for it
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=names, ticktext=names)
-    return style(fig, "LayerNorm inputs and outputs per token", filename="toyviz-layernorm-stats",
+    return style(fig, t("figures.layernorm.heatmaps"), filename="toyviz-layernorm-stats",
                  projector=projector, height=200 + rows * (40 + 22 * len(names)))
 
 
@@ -61,12 +67,13 @@ def layernorm_curves(trace: Trace, position: int | None = None, *, projector: bo
     fig = figure()
     for stat in ("input std", "input mean", "output std"):
         fig.add_trace(go.Scatter(x=names, y=stats[stat].mean(axis=1), mode="lines+markers",
-                                 name=f"{stat} (mean over tokens)"))
+                                 name=t("figures.layernorm.mean_over_tokens", stat=stat_name(stat))))
         if position is not None:
             fig.add_trace(go.Scatter(x=names, y=stats[stat][:, position], mode="lines+markers",
-                                     line=dict(dash="dash"), name=f"{stat}, {token_labels(trace.tokens)[position]}"))
-    fig.update_layout(xaxis_title_text="LayerNorm (in forward order)", yaxis_title_text="value")
-    return style(fig, "LayerNorm statistics through the model", filename="toyviz-layernorm-curves",
+                                     line=dict(dash="dash"),
+                                     name=f"{stat_name(stat)}, {token_labels(trace.tokens)[position]}"))
+    fig.update_layout(xaxis_title_text=t("figures.layernorm.in_order"), yaxis_title_text=t("figures.value"))
+    return style(fig, t("figures.layernorm.curves"), filename="toyviz-layernorm-curves",
                  projector=projector)
 
 
@@ -74,14 +81,15 @@ def layernorm_parameters(trace: Trace, name: str, *, projector: bool = False) ->
     """The learned scale γ and shift β of one norm per dimension: after normalising to mean 0,
     std 1 the model re-stretches each dimension by γ and moves it by β."""
     norm = _norm(trace, name)
-    fig = subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=["γ (weight)", "β (bias)"],
+    fig = subplots(rows=2, cols=1, shared_xaxes=True,
+                   subplot_titles=[t("figures.layernorm.gamma"), t("figures.layernorm.beta")],
                    vertical_spacing=0.12)
     for r, key in enumerate(("weight", "bias"), start=1):
         values = numpy(norm[key])
         fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=key, showlegend=False,
                              hovertemplate="dim %{x}: %{y:.3f}<extra></extra>"), row=r, col=1)
-    fig.update_xaxes(title_text="dimension", row=2)
-    return style(fig, f"Learned γ and β of {name}", filename=f"toyviz-layernorm-params-{slug(name)}",
+    fig.update_xaxes(title_text=t("figures.dimension"), row=2)
+    return style(fig, t("figures.layernorm.parameters", name=name), filename=f"toyviz-layernorm-params-{slug(name)}",
                  projector=projector, height=480)
 
 
@@ -91,9 +99,11 @@ def layernorm_histogram(trace: Trace, name: str, position: int, *, projector: bo
     norm = _norm(trace, name)
     x = norm["input"][position].float()
     normalised = (x - norm["mean"][position]) / norm["std"][position]
-    series = {"input": x, "normalised (x − mean) / std": normalised, "output = γ · normalised + β": norm["output"][position]}
+    series = {t("figures.layernorm.input"): x, t("figures.layernorm.normalised"): normalised,
+              t("figures.layernorm.output"): norm["output"][position]}
     fig = figure([go.Histogram(x=numpy(v), name=k, opacity=0.55, nbinsx=40) for k, v in series.items()])
-    fig.update_layout(barmode="overlay", xaxis_title_text="value", yaxis_title_text="dimensions")
-    return style(fig, f"{name} at {token_labels(trace.tokens)[position]}: before and after normalising",
+    fig.update_layout(barmode="overlay", xaxis_title_text=t("figures.value"),
+                      yaxis_title_text=t("figures.layernorm.dimensions"))
+    return style(fig, t("figures.layernorm.histogram", name=name, token=token_labels(trace.tokens)[position]),
                  filename=f"toyviz-layernorm-hist-{slug(name)}-t{position % len(trace.tokens)}",
                  projector=projector)

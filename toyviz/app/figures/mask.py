@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import figure, style, token_labels
 from toyviz.interpret.causal_mask import first_difference, prediction_shift
 from toyviz.models.trace import Trace
@@ -17,11 +18,10 @@ def leak_figure(base: Trace, changed: Trace, base_open: Trace, changed_open: Tra
     labels = token_labels(base.tokens[:upto])
     masked = prediction_shift(base, changed, upto).cpu().numpy()
     unmasked = prediction_shift(base_open, changed_open, upto).cpu().numpy()
-    fig = figure([go.Bar(x=labels, y=masked, name="with the causal mask"),
-                  go.Bar(x=labels, y=unmasked, name="without the mask")])
-    fig.update_layout(barmode="group", yaxis_title_text="change (TV distance)",
-                      xaxis_title_text=f"positions before the first changed token ({upto})")
+    fig = figure([go.Bar(x=labels, y=masked, name=t("figures.mask.with")),
+                  go.Bar(x=labels, y=unmasked, name=t("figures.mask.without"))])
+    fig.update_layout(barmode="group", yaxis_title_text=t("figures.mask.change"),
+                      xaxis_title_text=t("figures.mask.positions", upto=upto))
     # two short lines: one long line ran past the right edge of a projector-sized figure, number and all
-    title = (f"Changing a later token moves the earlier predictions<br>by at most {masked.max(initial=0):.2g} with "
-             f"the causal mask, by up to {unmasked.max(initial=0):.2g} without it")
+    title = t("figures.mask.title", masked=f"{masked.max(initial=0):.2g}", unmasked=f"{unmasked.max(initial=0):.2g}")
     return style(fig, title, filename="toyviz-mask-leak", projector=projector, height=420)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import figure, message, style, subplots
 
 
@@ -16,16 +17,16 @@ def parameter_bars(counts: dict[str, int] | None, *, projector: bool = False) ->
     parts = {str(k): int(v) for k, v in counts.items() if k != "total"}
     total = int(counts.get("total", sum(parts.values())))
     if not parts or total <= 0:
-        return message("No parameters to count for this configuration.", "Parameters per component",
+        return message(t("figures.model.no_parameters"), t("figures.model.per_component"),
                        filename="toyviz-parameters", projector=projector)
     share = [v / total for v in parts.values()]
     fig = figure(go.Bar(x=list(parts), y=list(parts.values()),
                         text=[f"{s:.1%}" for s in share], textposition="outside", cliponaxis=False,
                         hovertemplate="%{x}: %{y:,} parameters<extra></extra>"))
     # room above the tallest bar for its share, which plotly would otherwise clip at the plot's top
-    fig.update_layout(xaxis_title_text="component",
-                      yaxis=dict(title_text="parameters", range=[0, max(parts.values()) * 1.15]))
-    return style(fig, f"Parameters per component — {total:,} in total", filename="toyviz-parameters",
+    fig.update_layout(xaxis_title_text=t("figures.model.component"),
+                      yaxis=dict(title_text=t("figures.model.parameters"), range=[0, max(parts.values()) * 1.15]))
+    return style(fig, t("figures.model.parameters_title", total=f"{total:,}"), filename="toyviz-parameters",
                  projector=projector)
 
 
@@ -42,17 +43,20 @@ def attention_memory(n_head: int, *, batch: int = 1, n_layer: int = 1, lengths=N
         # on a log axis plotly.js places shapes in data units but annotations in log10 units, so
         # add_vline's joint annotation would land at 10^context and stretch the axis
         fig.add_vline(x=context, line_dash="dot")
-        fig.add_annotation(x=np.log10(context), y=1, yref="paper", text=f"context {context}", showarrow=False,
+        fig.add_annotation(x=np.log10(context), y=1, yref="paper", text=t("figures.model.context", context=context),
+                           showarrow=False,
                            xanchor="left", yanchor="top")
-    fig.update_layout(xaxis=dict(type="log", title_text="sequence length T"),
-                      yaxis=dict(type="log", title_text="bytes"))
-    return style(fig, f"Attention-matrix memory: batch {batch} × {n_head} heads × {n_layer} layer"
-                      f"{'s' * (n_layer != 1)} × T²", filename="toyviz-attention-memory", projector=projector)
+    fig.update_layout(xaxis=dict(type="log", title_text=t("figures.model.length")),
+                      yaxis=dict(type="log", title_text=t("figures.model.bytes")))
+    return style(fig, t("figures.model.memory_one" if n_layer == 1 else "figures.model.memory", batch=batch,
+                        heads=n_head, layers=n_layer), filename="toyviz-attention-memory", projector=projector)
 
 
 # the history's losses, drawn where recorded; copy_loss: short repeated random-token sequences (train --copy-batch)
-LOSSES = (("train_loss", "train"), ("val_loss", "validation"), ("copy_loss", "repeated random tokens"))
-TIMELINE_PATTERNS = (("induction", "induction score"), ("previous-token", "previous-token score"))
+# (the history's key, the line's name in the catalogues)
+LOSSES = (("train_loss", "figures.model.train"), ("val_loss", "figures.model.validation"),
+          ("copy_loss", "figures.model.copy"))
+TIMELINE_PATTERNS = (("induction", "figures.model.induction_score"), ("previous-token", "figures.model.previous_score"))
 
 
 def loss_curve(history: list[dict], *, x: str = "step", projector: bool = False) -> go.Figure:
@@ -66,24 +70,25 @@ def loss_curve(history: list[dict], *, x: str = "step", projector: bool = False)
     fig = subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                    row_heights=[0.4] + [0.6 / (rows - 1)] * (rows - 1) if rows > 1 else None)
     xs = lambda records: np.array([r[x] for r in records], dtype=np.float64)
-    for key, name in LOSSES:
+    for key, name in ((key, t(name)) for key, name in LOSSES):
         records = [r for r in history if r.get(key) is not None]
         if records:
             fig.add_trace(go.Scatter(x=xs(records), y=np.array([r[key] for r in records], dtype=np.float32), name=name,
                                      mode="lines+markers" if key == "val_loss" else "lines", legendgroup="loss",
                                      hovertemplate=f"{x} %{{x:,}}: %{{y:.3f}}<extra>{name}</extra>"), row=1, col=1)
-    fig.update_yaxes(title_text="loss (nats)", row=1, col=1)
+    fig.update_yaxes(title_text=t("figures.model.loss_nats"), row=1, col=1)
     for row, (pattern, label) in enumerate(TIMELINE_PATTERNS if probed else (), start=2):
         scores = np.array([r["heads"][pattern] for r in probed], dtype=np.float32)     # [time, L, H]
         best = np.unravel_index(scores[-1].argmax(), scores.shape[1:])
         for layer, head in np.ndindex(scores.shape[1:]):
             strongest = (layer, head) == best
             fig.add_trace(go.Scatter(
-                x=xs(probed), y=scores[:, layer, head], mode="lines", name=f"head {layer}.{head} ({pattern})",
+                x=xs(probed), y=scores[:, layer, head], mode="lines",
+                name=t("figures.model.head", head=f"{layer}.{head}", pattern=t(f"figures.heads.{pattern}")),
                 showlegend=strongest, line=dict(width=3 if strongest else 1, color=None if strongest else "#b8b8c8"),
                 hovertemplate=f"head {layer}.{head}<br>{x} %{{x:,}}: {pattern} %{{y:.2f}}<extra></extra>"),
                 row=row, col=1)
-        fig.update_yaxes(title_text=label, range=[0, 1], row=row, col=1)
-    fig.update_xaxes(title_text="tokens seen" if x == "tokens" else "step", row=rows, col=1)
-    title = "Training loss" + (" and heads' scores on the probe set (the final strongest head in colour)" if probed else "")
+        fig.update_yaxes(title_text=t(label), range=[0, 1], row=row, col=1)
+    fig.update_xaxes(title_text=t("figures.model.tokens_seen") if x == "tokens" else t("figures.model.step"), row=rows, col=1)
+    title = t("figures.model.loss_and_heads" if probed else "figures.model.loss")
     return style(fig, title, filename="toyviz-loss", projector=projector, height=420 + 220 * (rows - 1))

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from toyviz.i18n import t
 from toyviz.app.figures import figure, heatmap, message, numpy, pool, style, subplots, token_labels
 from toyviz.interpret.positions import distinguishability
 from toyviz.models.layers import ENCODING_VARIANTS, rope_angles, sinusoidal_encoding
@@ -23,7 +24,7 @@ def _axis(n: int, block: int, tokens: list[str] | None) -> list | np.ndarray:
     return np.arange(0, n, block)
 
 
-def encoding_heatmap(pe, *, tokens: list[str] | None = None, title: str = "Positional encoding",
+def encoding_heatmap(pe, *, tokens: list[str] | None = None, title: str | None = None,
                      filename: str = "toyviz-positional", projector: bool = False) -> go.Figure:
     """Heatmap of a [positions, d_model] encoding: each row is the vector added to the token at
     that position, so stripes of different widths are the different frequencies."""
@@ -31,9 +32,10 @@ def encoding_heatmap(pe, *, tokens: list[str] | None = None, title: str = "Posit
     T, d = numpy(pe).shape
     fig = figure(heatmap(z, x=np.arange(0, d, bc), y=_axis(T, br, tokens), colorscale="RdBu_r", zmid=0,
                          hover="position %{y}, dim %{x}: %{z:.3f}"))
-    note = f" (averaged over blocks of {br}×{bc})" if br * bc > 1 else ""
-    fig.update_layout(xaxis_title_text="dimension" + note, yaxis_title_text="position", yaxis_autorange="reversed")
-    return style(fig, title, filename=filename, projector=projector, height=520)
+    note = t("figures.positions.averaged", rows=br, cols=bc) if br * bc > 1 else ""
+    fig.update_layout(xaxis_title_text=t("figures.dimension") + note, yaxis_title_text=t("figures.position"),
+                      yaxis_autorange="reversed")
+    return style(fig, title or t("figures.positions.encoding"), filename=filename, projector=projector, height=520)
 
 
 def rope_heatmap(length: int, d_head: int, *, base: float = 10000.0, projector: bool = False) -> go.Figure:
@@ -42,11 +44,11 @@ def rope_heatmap(length: int, d_head: int, *, base: float = 10000.0, projector: 
     angles = rope_angles(torch.arange(length), d_head, base) % (2 * math.pi)
     z, br, bc = pool(angles, MAX_ROWS, MAX_COLS)
     fig = figure(heatmap(z, x=np.arange(0, d_head // 2, bc), y=np.arange(0, length, br), colorscale="Twilight",
-                         zmin=0, zmax=2 * math.pi, colorbar_title="angle (rad)",
+                         zmin=0, zmax=2 * math.pi, colorbar_title=t("figures.positions.angle"),
                          hover="position %{y}, pair %{x}: %{z:.2f} rad"))
-    fig.update_layout(xaxis_title_text="pair (2i, 2i+1) of q and k", yaxis_title_text="position",
+    fig.update_layout(xaxis_title_text=t("figures.positions.pair"), yaxis_title_text=t("figures.position"),
                       yaxis_autorange="reversed")
-    return style(fig, f"RoPE rotation angles mod 2π (d_head={d_head})", filename="toyviz-rope-angles",
+    return style(fig, t("figures.positions.rope", d_head=d_head), filename="toyviz-rope-angles",
                  projector=projector, height=520)
 
 
@@ -58,13 +60,14 @@ def model_encoding(trace: Trace, kind: str, *, table=None, projector: bool = Fal
     if kind == "rope":
         return rope_heatmap(T, trace.q.shape[-1], projector=projector)
     if kind == "learned" and table is not None:
-        return encoding_heatmap(table, title="Learned position table (every row the model has)",
+        return encoding_heatmap(table, title=t("figures.positions.learned_table"),
                                 filename="toyviz-positional-learned", projector=projector)
     if trace.positional is None:
-        return message("This model adds no positional information: without a mask it could not tell "
-                       "word order at all.", "No positional encoding", filename="toyviz-positional",
+        return message(t("figures.positions.none_note"), t("figures.positions.none"), filename="toyviz-positional",
                        projector=projector)
-    return encoding_heatmap(trace.positional, tokens=trace.tokens, title=f"{kind.capitalize()} positions of this prompt",
+    title = t(f"figures.positions.{kind}_prompt") if kind in ("learned", "sinusoidal") else \
+        t("figures.positions.prompt", kind=kind.capitalize())
+    return encoding_heatmap(trace.positional, tokens=trace.tokens, title=title,
                             filename=f"toyviz-positional-{kind}", projector=projector)
 
 
@@ -73,9 +76,10 @@ def dimension_curves(pe, dims: list[int], *, projector: bool = False) -> go.Figu
     high ones slowly, like the hands of a clock."""
     values = numpy(pe)
     positions = np.arange(values.shape[0])
-    fig = figure([go.Scatter(x=positions, y=values[:, d], mode="lines", name=f"dim {d}") for d in dims])
-    fig.update_layout(xaxis_title_text="position", yaxis_title_text="value")
-    return style(fig, "Encoding dimensions over position", filename="toyviz-positional-curves", projector=projector)
+    fig = figure([go.Scatter(x=positions, y=values[:, d], mode="lines", name=t("figures.positions.dim", d=d))
+                  for d in dims])
+    fig.update_layout(xaxis_title_text=t("figures.position"), yaxis_title_text=t("figures.value"))
+    return style(fig, t("figures.positions.curves"), filename="toyviz-positional-curves", projector=projector)
 
 
 def similarity(pe, metric: str = "cosine") -> np.ndarray:
@@ -97,15 +101,17 @@ def similarity_heatmap(pe, metric: str = "cosine", *, tokens: list[str] | None =
     cosine = metric == "cosine"
     fig = figure(heatmap(z, x=axis, y=axis, colorscale="RdBu_r", zmid=0, zmin=-1 if cosine else None,
                          zmax=1 if cosine else None, hover="%{y} · %{x}: %{z:.3f}"))
-    fig.update_layout(xaxis_title_text="position", yaxis_title_text="position", yaxis_autorange="reversed")
-    return style(fig, f"Position × position similarity ({metric})", filename=f"toyviz-positional-{metric}",
+    fig.update_layout(xaxis_title_text=t("figures.position"), yaxis_title_text=t("figures.position"),
+                      yaxis_autorange="reversed")
+    return style(fig, t("figures.positions.similarity", metric=t(f"labels.{metric}")),
+                 filename=f"toyviz-positional-{metric}",
                  projector=projector, height=560)
 
 
 def formula_explorer(d_model: int, length: int, *, projector: bool = False) -> go.Figure:
     """The sinusoidal formula for any size: PE[pos, 2i] = sin(pos/10000^(2i/d)), PE[pos, 2i+1] = cos(…)."""
     return encoding_heatmap(sinusoidal_encoding(length, d_model),
-                            title=f"sin/cos encoding, d_model={d_model}, {length} positions",
+                            title=t("figures.positions.formula", d_model=d_model, length=length),
                             filename=f"toyviz-sinusoidal-d{d_model}-T{length}", projector=projector)
 
 
@@ -115,7 +121,7 @@ def spot_the_bug(length: int = 128, d_model: int = 64, *, projector: bool = Fals
     titles, panels = [], []
     for variant in ENCODING_VARIANTS:
         pe = sinusoidal_encoding(length, d_model, variant)
-        titles.append(f"{variant}<br>min distance {distinguishability(pe):.3f}")
+        titles.append(t("figures.positions.variant", variant=variant, distance=f"{distinguishability(pe):.3f}"))
         panels.append(pe)
     fig = subplots(rows=2, cols=3, subplot_titles=titles + [""] * 3, vertical_spacing=0.1,
                    horizontal_spacing=0.05)
@@ -129,8 +135,8 @@ def spot_the_bug(length: int = 128, d_model: int = 64, *, projector: bool = Fals
                       row=2, col=col)
     fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-1, cmax=1))
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text="dimension", row=1)
-    fig.update_xaxes(title_text="position", row=2)
-    fig.update_yaxes(title_text="position", col=1)
-    return style(fig, "Spot the bug: three sinusoidal encodings (top) and their cosine similarity (bottom)",
+    fig.update_xaxes(title_text=t("figures.dimension"), row=1)
+    fig.update_xaxes(title_text=t("figures.position"), row=2)
+    fig.update_yaxes(title_text=t("figures.position"), col=1)
+    return style(fig, t("figures.positions.spot_the_bug"),
                  filename=f"toyviz-spot-the-bug-d{d_model}", projector=projector, height=760)

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from toyviz.i18n import t
 from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, numpy, style, token_labels,
                                  visible)
 from toyviz.models.trace import Trace
@@ -30,9 +31,10 @@ def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
     shares = write_shares(trace)
     fig = figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=[n.label for n in shares],
                          colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
-                         colorbar_title="share"))
-    fig.update_layout(xaxis_title_text="token", yaxis_title_text="write (in forward order)", yaxis_autorange="reversed")
-    return style(fig, "Each write's share of the final residual stream (columns sum to 1)",
+                         colorbar_title=t("figures.residual.share")))
+    fig.update_layout(xaxis_title_text=t("figures.token"), yaxis_title_text=t("figures.residual.writes_in_order"),
+                      yaxis_autorange="reversed")
+    return style(fig, t("figures.residual.shares"),
                  filename="toyviz-residual-shares", projector=projector, height=200 + 24 * len(shares))
 
 
@@ -42,12 +44,14 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
     names = [name.label for name in trace.residual_parts]
     parts = torch.stack([p[position].double() for p in trace.residual_parts.values()])
     fig = figure([
-        go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name="‖write‖", hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
-        go.Scatter(x=names, y=numpy(parts.cumsum(0).norm(dim=-1)), name="‖stream‖ after it", mode="lines+markers",
+        go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name=t("figures.residual.write_norm"),
+               hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
+        go.Scatter(x=names, y=numpy(parts.cumsum(0).norm(dim=-1)), name=t("figures.residual.stream_norm"),
+                   mode="lines+markers",
                    hovertemplate="after %{x}: %{y:.3f}<extra>stream</extra>")])
-    fig.update_layout(xaxis_title_text="write (in forward order)", yaxis_title_text="norm")
+    fig.update_layout(xaxis_title_text=t("figures.residual.writes_in_order"), yaxis_title_text=t("figures.residual.norm"))
     label = token_labels(trace.tokens)[position]
-    return style(fig, f"Residual stream at {label}: writes and running norm",
+    return style(fig, t("figures.residual.norms", token=label),
                  filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
 
 
@@ -75,11 +79,12 @@ def logit_lens(trace: Trace, lens: tuple[list[str], np.ndarray, np.ndarray], pie
                          text=shown, texttemplate="%{text}" if chars >= 2 else None, colorbar_title="p(top)",
                          hover=("%{x}, %{y}" if down else "%{y}, %{x}") + ": top %{customdata} (p=%{z:.3f})"))
     fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
-    position_title = "position (predicting the next token)"
-    fig.update_layout(xaxis_title_text="stream read after" if down else position_title, yaxis_autorange="reversed")
+    position_title = t("figures.residual.predicting")
+    fig.update_layout(xaxis_title_text=t("figures.residual.read_after") if down else position_title,
+                      yaxis_autorange="reversed")
     if down:
         fig.update_layout(yaxis_title_text=position_title)
-    return style(fig, "Logit lens: top next token after each layer", filename="toyviz-logit-lens",
+    return style(fig, t("figures.residual.lens"), filename="toyviz-logit-lens",
                  projector=projector, height=200 + 22 * len(positions) if down else 220 + 40 * len(names))
 
 
@@ -94,9 +99,9 @@ def logit_attribution(trace: Trace, parts: dict[str, float], piece, position: in
     values = np.array(list(parts.values()), dtype=np.float32)
     fig = figure(go.Bar(x=list(parts), y=values, marker_color=np.where(values >= 0, "#2166ac", "#b2182b").tolist(),
                         hovertemplate="%{x}: %{y:+.3f}<extra></extra>"))
-    fig.update_layout(xaxis_title_text="write", yaxis_title_text="contribution to logit − mean logit")
+    fig.update_layout(xaxis_title_text=t("figures.residual.write"), yaxis_title_text=t("figures.residual.contribution"))
     label = token_labels(trace.tokens)[position]
     target = float(trace.logits[position, token] - trace.logits[position].mean())
-    return style(fig, f"Direct logit attribution at {label} → {candidate_label(piece(token), token)}: bars sum to "
-                      f"its logit − mean logit, {target:.2f}",
+    return style(fig, t("figures.residual.attribution", token=label, candidate=candidate_label(piece(token), token),
+                        target=f"{target:.2f}"),
                  filename=f"toyviz-logit-attribution-t{position % len(trace.tokens)}", projector=projector)

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from toyviz.i18n import t
 from toyviz.app.figures import candidate_label, figure, grid_axes, numpy, style, token_grid, tokens_per_row, visible
 from toyviz.models.sampling import next_token_probs
 
@@ -27,15 +28,15 @@ def next_token_bars(logits: torch.Tensor, piece, *, temperature: float = 1.0, to
     top = np.argsort(-raw, kind="stable")[:n]
     names = [candidate_label(piece(int(i)), i) for i in top]
     fig = figure([
-        go.Bar(y=names, x=after[top], orientation="h", name="after settings",
+        go.Bar(y=names, x=after[top], orientation="h", name=t("figures.sampling.after"),
                hovertemplate="%{y}: %{x:.3f}<extra>sampled from</extra>"),
-        go.Bar(y=names, x=raw[top], orientation="h", name="softmax (T=1, no filter)",
+        go.Bar(y=names, x=raw[top], orientation="h", name=t("figures.sampling.softmax"),
                marker=dict(color="rgba(0,0,0,0)", line=dict(color="#333", width=1.5)),
                hovertemplate="%{y}: %{x:.3f}<extra>softmax</extra>")])        # outline drawn on top
-    fig.update_layout(barmode="overlay", xaxis_title_text="probability", yaxis_autorange="reversed")
+    fig.update_layout(barmode="overlay", xaxis_title_text=t("figures.probability"), yaxis_autorange="reversed")
     kept = int((after > 0).sum())
-    return style(fig, f"Next token: temperature {temperature:g}, top-k {top_k or 'off'}, top-p {top_p:g} "
-                      f"→ {kept} candidate{'s' * (kept != 1)}",
+    return style(fig, t("figures.sampling.next_one" if kept == 1 else "figures.sampling.next", temperature=f"{temperature:g}",
+                        top_k=top_k or t("figures.sampling.off"), top_p=f"{top_p:g}", kept=kept),
                  filename=f"toyviz-sampling-T{temperature:g}-k{top_k}-p{top_p:g}", projector=projector,
                  height=200 + 30 * len(top))
 
@@ -52,6 +53,6 @@ def generated_tokens(steps: list[tuple[str, float]], *, per_row: int | None = No
                             zmin=0, zmax=1, per_row=per_row, colorbar_title="p"))
     # at 110 px + a line, a single line left the colour bar under ~40 px: Gradio's plotly.js gave up
     # drawing the whole figure ("Something went wrong with axis scaling") and the panel stayed empty
-    return style(grid_axes(fig), f"{len(steps)} generated tokens, coloured by their probability (as the text above)",
+    return style(grid_axes(fig), t("figures.sampling.generated", n=len(steps)),
                  filename="toyviz-generated", projector=projector,
                  height=150 + 52 * max(1, math.ceil(len(steps) / per_row)))

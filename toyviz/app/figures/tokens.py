@@ -6,13 +6,20 @@ import math
 import plotly.graph_objects as go
 
 from toyviz.app.figures import figure, grid_axes, numpy, style, token_grid, token_labels, tokens_per_row, visible
-from toyviz.i18n import t
+from toyviz.i18n import LANGUAGES, catalogue, t
 from toyviz.models.trace import Trace
 
 PALETTE = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
            "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f"]
 # a stepped colour scale: value k (0 … 11) is drawn in PALETTE[k], so equal ids get equal colours
 _STEPPED = [[edge, c] for k, c in enumerate(PALETTE) for edge in (k / len(PALETTE), (k + 1) / len(PALETTE))]
+
+
+def described(english: str, n: int) -> str:
+    """A trace's name for its tokens (toyviz.models.trace: "The prompt as {n} tokens (BOS first)", in English) in
+    the event's language: the catalogues' [figures.described] entry with that English, else the English."""
+    keys = [key for key, text in catalogue(LANGUAGES[0]).items() if key.startswith("figures.described.") and text == english]
+    return t(keys[0], n=n) if keys else english.format(n=n)
 
 
 def token_pieces(trace: Trace, *, per_row: int | None = None, projector: bool = False) -> go.Figure:
@@ -24,9 +31,9 @@ def token_pieces(trace: Trace, *, per_row: int | None = None, projector: bool = 
     hover = [f"position {k}<br>piece {visible(p)}<br>id {i}" for k, (p, i) in enumerate(zip(pieces, ids))]
     fig = figure(token_grid(texts, [i % len(PALETTE) for i in ids], hover_values=hover, colorscale=_STEPPED,
                             zmin=-0.5, zmax=len(PALETTE) - 0.5, per_row=per_row))
-    title = trace.described.format(n=len(ids))
+    title = described(trace.described, len(ids))
     if trace.truncated:
-        title += f" — {trace.truncated} dropped to fit the context"
+        title += t("figures.tokens.dropped", n=trace.truncated)
     return style(grid_axes(fig), title, filename="toyviz-tokens", projector=projector,
                  height=110 + 52 * math.ceil(len(ids) / per_row))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import figure, heatmap, numpy, style, subplots, token_labels, visible
 from toyviz.app.figures.attention import attention_figure, masked
 from toyviz.interpret.explain.translation import SourceSaliency
@@ -20,12 +21,19 @@ def _select(stack, layer: int | None, head: int | None):
     return stack.mean(0) if head is None else stack[head]
 
 
+def where(layer: int | None, head: int | None) -> str:
+    """Which map is shown: "layer 1, mean over heads", in the event's language."""
+    return t("figures.translation.where", layer=t("figures.translation.layer", layer=layer) if layer is not None else
+             t("figures.translation.mean_layers"),
+             head=t("figures.translation.head", head=head) if head is not None else t("figures.translation.mean_heads"))
+
+
 def translation_attention(trace: TranslatorTrace, kind: str = "cross", layer: int | None = None,
                           head: int | None = None, *, projector: bool = False, register: str = "") -> go.Figure:
     """One attention map of the translator: "cross" (each output token → source tokens: the
     learned alignment), "encoder" (source ↔ source) or "decoder" (output → earlier outputs,
     future greyed); layer/head None averages over them. `register` names the Spanish asked for in the
-    title (the source's register token is a column of the map)."""
+    title, in the event's language (the source's register token is a column of the map)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     src, out = token_labels(trace.src_tokens), token_labels(trace.output_tokens)
@@ -34,10 +42,9 @@ def translation_attention(trace: TranslatorTrace, kind: str = "cross", layer: in
                          "decoder": (trace.decoder_attention, token_labels(trace.tgt_tokens),
                                      token_labels(trace.tgt_tokens))}[kind]
     z = masked(_select(stack, layer, head), causal=kind == "decoder")
-    where = f"layer {layer}" if layer is not None else "mean over layers"
-    which = f"head {head}" if head is not None else "mean over heads"
-    into = f" into {register}" if register else ""
-    return attention_figure(z, rows=rows, cols=cols, title=f"{kind.capitalize()} attention{into} — {where}, {which}",
+    into = t("figures.translation.into", register=register) if register else ""
+    return attention_figure(z, rows=rows, cols=cols, title=t(f"figures.translation.{kind}", into=into,
+                                                              where=where(layer, head)),
                             filename=f"toyviz-{kind}-attention-L{'all' if layer is None else layer}"
                                      f"-H{'all' if head is None else head}", projector=projector)
 
@@ -52,9 +59,9 @@ def decoding_candidates(trace: TranslatorTrace, piece, *, n: int = 5, projector:
     fig = figure(heatmap(numpy(values), x=[f"#{r + 1}" for r in range(ids.shape[1])],
                          y=token_labels(trace.output_tokens), colorscale="Blues", zmin=0, zmax=1, text=text, texttemplate="%{text}",
                          hover="%{y}, candidate %{x}: %{text} (p=%{z:.3f})", colorbar_title="p"))
-    fig.update_layout(yaxis_title_text="output position (chosen token)", yaxis_autorange="reversed",
+    fig.update_layout(yaxis_title_text=t("figures.translation.output_position"), yaxis_autorange="reversed",
                       xaxis_side="top")
-    return style(fig, "Decoding step by step: top candidates per position", filename="toyviz-decoding-candidates",
+    return style(fig, t("figures.translation.candidates"), filename="toyviz-decoding-candidates",
                  projector=projector, height=min(200 + 26 * ids.shape[0], 1400))
 
 
@@ -66,13 +73,13 @@ def saliency_beside_attention(s: SourceSaliency, *, compared: str, projector: bo
     magnitude = s.saliency.abs()
     scaled = magnitude / magnitude.max(-1, keepdim=True).values.clamp_min(1e-12)
     fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                   subplot_titles=("saliency: |gradient × input| (row max = 1)", f"cross-attention ({compared})"))
+                   subplot_titles=(t("figures.translation.saliency"), t("figures.translation.compared", compared=compared)))
     fig.add_trace(heatmap(scaled, x=src, y=out, colorscale="Greens", zmin=0, zmax=1, showscale=False,
                           hover="%{y} depends on %{x}: %{z:.2f} of its row's largest"), 1, 1)
-    fig.add_trace(heatmap(s.attention, x=src, y=out, colorscale="Blues", zmin=0, zmax=1, colorbar_title="attention",
+    fig.add_trace(heatmap(s.attention, x=src, y=out, colorscale="Blues", zmin=0, zmax=1,
+                          colorbar_title=t("figures.translation.attention"),
                           hover="%{y} attends to %{x}: %{z:.3f}"), 1, 2)
-    fig.update_yaxes(autorange="reversed", title_text="output token", col=1)
-    fig.update_xaxes(title_text="source token")
-    return style(fig, f"Attention is not explanation: do they agree?<br>Spearman ρ per output token {s.agreement:.2f}; "
-                      f"same top source token {s.top_match:.0%}",
+    fig.update_yaxes(autorange="reversed", title_text=t("figures.translation.output_token"), col=1)
+    fig.update_xaxes(title_text=t("figures.translation.source_token"))
+    return style(fig, t("figures.translation.agree", agreement=f"{s.agreement:.2f}", top_match=f"{s.top_match:.0%}"),
                  filename="toyviz-translation-saliency", projector=projector, height=220 + 22 * len(out))
