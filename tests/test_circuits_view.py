@@ -4,7 +4,6 @@ link's text, and the error nodes said in words."""
 import json
 
 import pytest
-import torch
 
 import toyviz
 from toyviz import circuits as command
