@@ -51,18 +51,18 @@ def header(ui):
                                container=False)
         # on a projector the header is one line; "⋯" shows the tools it leaves out (toyviz.app.projector)
         gr.HTML(projector.MORE, elem_id="header-more", js_on_load=projector.PAGE_SCRIPT)
-        with gr.Column(scale=0, min_width=190, elem_id="header-tools"):
+        with gr.Column(scale=0, min_width=250, elem_id="header-tools"):
             with gr.Row():
                 ui.link_button = say(gr.Button, {"value": "header.copy_link"}, size="sm", elem_id="copy-link",
-                                     min_width=80)
+                                     min_width=72)
                 ui.export_button = say(gr.Button, {"value": "header.export"}, size="sm", elem_id="export", min_width=80)
-            with gr.Row():
-                # the lessons in the page's language: a lecture's language is its lesson's
-                ui.lesson_pick = say(gr.Dropdown, {"label": "header.lessons", "choices": library.catalogue}, value=None,
-                                     elem_id="lesson-pick", min_width=110)
                 # the page in the other language, the view kept (page.wire_links): a lecturer's laptop may be English
                 ui.language_button = say(gr.Button, {"value": "header.other_language"}, size="sm", elem_id="language",
                                          min_width=64, scale=0)
+            # the lessons in the page's language (a lecture's language is its lesson's), a row of their own: beside
+            # a button the picker was squeezed to "Watch▸it" during a lecture
+            ui.lesson_pick = say(gr.Dropdown, {"label": "header.lessons", "choices": library.catalogue}, value=None,
+                                 elem_id="lesson-pick", min_width=110)
     ui.link = say(gr.Textbox, {"label": "header.link"}, interactive=False, elem_id="link", max_lines=1, visible=False)
     ui.switch_link = gr.Textbox(visible=False)      # the query of the view in the other language
     ui.lang = gr.Textbox(value=DEFAULTS["lang"], visible=False)   # the language a link asked for ("": the browser's)
