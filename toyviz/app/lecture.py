@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from toyviz import i18n
 from toyviz.app import presenter
 from toyviz.app.presenter import Presenter
 from toyviz.app.widgets import TOGGLE_PROJECTOR, friendly
@@ -52,8 +53,9 @@ def starts(request: gr.Request | None) -> str:
 
 
 def said(err: Exception) -> str:
-    """An error's message for the lesson bar: a refusal's (gr.Error) or a user's mistake's."""
-    return err.message if isinstance(err, gr.Error) else str(err)
+    """An error's message for the lesson bar: a refusal's (gr.Error, already in the visitor's language) or a user's
+    mistake's, said in the page's language (toyviz.i18n.said: its catalogue key where it has one)."""
+    return err.message if isinstance(err, gr.Error) else i18n.said(err)
 
 
 def wire(ui, demo: gr.Blocks, lessons: Presenter):
@@ -87,7 +89,7 @@ def wire(ui, demo: gr.Blocks, lessons: Presenter):
         try:
             return show(lessons.shown(lecture["secret"]), lecture["root"], said=why)[-len(bar):]
         except UserError as err:                     # the lecture itself is gone
-            return failed(str(err), lecture)
+            return failed(said(err), lecture)
 
     def step(by: int):
         """Prev / Next in one event, in two answers: the bar and the step's controls at once (the presenter's counter
@@ -97,7 +99,7 @@ def wire(ui, demo: gr.Blocks, lessons: Presenter):
             try:
                 shown = lessons.move(lecture["secret"], by)
             except UserError as err:
-                yield [gr.skip()] * (len(shows) - len(bar)) + refused(str(err), lecture) + rest
+                yield [gr.skip()] * (len(shows) - len(bar)) + refused(said(err), lecture) + rest
                 return
             yield show(shown, lecture["root"], projector) + rest
             yield [gr.skip()] * len(shows) + show(shown, lecture["root"], projector, values)[len(shows):]
@@ -107,14 +109,14 @@ def wire(ui, demo: gr.Blocks, lessons: Presenter):
         try:
             return show(lessons.reveal(lecture["secret"]), lecture["root"])[-len(bar):]
         except UserError as err:
-            return refused(str(err), lecture)
+            return refused(said(err), lecture)
 
     def votes(lecture: dict) -> str:             # every 3 s: the votes so far; a lecture that ended says so
         try:
             return presenter.bar(lessons.shown(lecture["secret"]), lessons.lectures, lecture["root"],
                                  lecture.get("said", ""))
         except UserError as err:
-            return presenter.problem(str(err))
+            return presenter.problem(said(err))
 
     redraw = dict(fn=None, js=ui.redraw_current)
     keep = dict(fn=None, inputs=ui.lecture_info, js=presenter.KEEP_SECRET)

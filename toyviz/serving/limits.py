@@ -134,7 +134,8 @@ def limited(fn, action: str, allowances: dict = ALLOWANCES):
     visitor's language (toyviz.i18n: every page event passes here). Gradio fills `request`; fn gets it too where it
     asks for one (toyviz.app.widgets.one_per_visitor). A generator stays
     one. Every action has an allowance: a name without one is a mistake in the wiring (KeyError)."""
-    allowances[action]                              # a name without an allowance fails at wiring, not at a visit
+    if action not in allowances:                    # a name without an allowance fails at wiring, not at a visit
+        raise KeyError(f"no allowance named {action!r}: add it to toyviz.serving.limits.ALLOWANCES")
     passes_request = "request" in inspect.signature(fn).parameters
     call_fn = (lambda request, args: fn(request, *args)) if passes_request else (lambda request, args: fn(*args))
 
