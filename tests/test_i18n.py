@@ -218,10 +218,10 @@ def shipped():
 
 
 def every_figure(explorer, projector: bool) -> dict[str, list]:
-    """Each tab's figures (circuits, which another change translates, and Watch it learn aside), and the figures its
-    buttons and second sections draw."""
+    """Each tab's figures (circuits, which another change translates, and Watch it learn aside), the figures its
+    buttons and second sections draw, and the panels it draws for a translator stack or while a generation runs."""
     from toyviz.app.tabs import TABS
-    from toyviz.app.views import positional, size, why
+    from toyviz.app.views import positional, sampling, size, why
     from toyviz.settings.controls import DEFAULT_PROMPT, DEFAULT_SOURCE
     values = {"prompt": DEFAULT_PROMPT, "projector": projector, "model": "gpt", "metric": "cosine", "layer": 1,
               "head": 2, "mode": "probs", "ablate": ["1.2"], "query": -1, "last_word": "dream", "norm_name": "block1.ln2",
@@ -236,10 +236,14 @@ def every_figure(explorer, projector: bool) -> dict[str, list]:
         explorer, DEFAULT_SOURCE, 4, "decoder", 0, 1, projector, None))
     drawn["scores"] = list(TABS["attention"].render(explorer, DEFAULT_PROMPT, 0, 0, "scores", [], projector, "gpt"))
     for stack in ("encoder", "decoder"):
+        drawn[f"residual ({stack})"] = list(TABS["residual"].render(explorer, DEFAULT_PROMPT, -1, projector, stack))
         drawn[f"tokens ({stack})"] = list(TABS["tokens"].render(explorer, DEFAULT_PROMPT, projector, stack))
+    drawn["attention (encoder)"] = list(TABS["attention"].render(explorer, DEFAULT_PROMPT, 0, 0, "probs", [],
+                                                                 projector, "encoder"))
     drawn["formula"] = list(positional.formula_view(64, 128, projector))
     drawn["patching"] = list(why.patching_view(explorer, *why.pair_fields(why.explain.PAIRS[0].name),
                                                projector=projector))
+    drawn["sampling, pending"] = list(sampling.generation_pending(projector))
     drawn["size"] = list(size.size_view(explorer, "gpt2", projector=projector))
     drawn["model, by tokens"] = list(TABS["model"].render(explorer, DEFAULT_PROMPT, -1, "tokens", projector))
     return {name: [o for o in outputs if hasattr(o, "to_plotly_json")] for name, outputs in drawn.items()}
@@ -281,3 +285,35 @@ def test_spanish_step_captions_fit_over_their_panels_on_a_projector(shipped):
         longest = i18n.t("figures.steps.keys_short", n=999)
     assert len(longest) <= attention.QUARTER_CAPTION, longest
 
+
+def test_the_views_notes_and_messages_are_spanish(shipped):
+    """What the server writes beside the figures and a mistake it refuses, said in the event's language."""
+    from toyviz.app.tabs import TABS
+    from toyviz.app.views import features, model, positional, sampling, translation, why
+    from toyviz.errors import UserError
+    from toyviz.settings.controls import DEFAULT_PROMPT
+    with i18n.speaking("es"):
+        note = TABS["positional"].render(shipped, DEFAULT_PROMPT, "cosine", False, "gpt")[0]
+        assert "Este modelo no añade ningún vector de posición" in note, note
+        assert TABS["layernorm"].render(shipped, DEFAULT_PROMPT, "block0.ln1", -1, False, "gpt")[0].startswith(
+            "En promedio sobre los tokens")
+        assert "| cabeza | etiqueta | puntuación |" in TABS["attention"].render(shipped, DEFAULT_PROMPT, 0, 0, "probs", [],
+                                                                              False, "gpt")[3]
+        residual = TABS["residual"].render(shipped, DEFAULT_PROMPT, -1, False, "encoder")
+        assert residual[3].layout.title.text == "Lente de logits"
+        assert "elige el GPT" in residual[3].layout.annotations[0].text
+        assert model.snapshot_note("final", []).startswith("El modelo **final**")
+        assert features.feature_list(shipped.caches.features(), [], "").startswith("Los rasgos más frecuentes:")
+        assert why.why_choices(shipped, "   ") == [("la predicción principal", "")]
+        assert "Se dibuja cuando una generación" in sampling.generation_pending()[0].layout.annotations[0].text
+        assert translation.register_name("1909") == "la Biblia de 1909"
+        for call, said in ((lambda: positional.positions_view(shipped, DEFAULT_PROMPT, "manhattan"),
+                            "la similitud es cosine o dot, no 'manhattan'"),
+                           (lambda: why.pair_fields("nope"), "no hay ningún par preparado llamado 'nope'"),
+                           (lambda: translation.translate_view(shipped, "Hello", kind="sideways"),
+                            "la atención mostrada es una de estas")):
+            with pytest.raises(UserError) as err:
+                call()
+            assert said in i18n.said(err.value), i18n.said(err.value)
+    with i18n.speaking("en"):
+        assert model.snapshot_note("final", []).startswith("The **final** model")

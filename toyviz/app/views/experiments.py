@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 
+from toyviz.i18n import mistake, said, t
 from toyviz.app.explorer import Explorer, clean_prompt
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import experiments as experiment_figs
@@ -14,18 +15,17 @@ def experiments_view(explorer: Explorer, prompt, variants=("baseline",), x_axis=
     results = explorer.experiment_results()
     variants = [variants] if isinstance(variants, str) else variants
     if not isinstance(variants, (list, tuple)) or not all(isinstance(v, str) for v in variants):
-        raise UserError(f"variants must be a list of the experiments' names ({', '.join(results['variants'])}), "
-                        f"not {variants!r}")
+        raise mistake("errors.variants", names=", ".join(results["variants"]), given=repr(variants))
     text, _ = clean_prompt(prompt)
     try:
         no_mask = explorer.no_mask_model()
     except UserError as err:        # the measurements can still be drawn without its weights
-        attention = message(str(err), "No-mask model: attention", filename="toyviz-no-mask-attention",
+        attention = message(said(err), t("notes.experiments.no_mask_attention"), filename="toyviz-no-mask-attention",
                             projector=projector)
-        sample = str(err)
+        sample = said(err)
     else:
         attention = attention_figs.attention_grid(no_mask.trace(text), projector=projector)
-        sample = f"**The no-mask model continues the prompt (greedy):** {html.escape(explorer.no_mask_sample(text))}"
+        sample = t("notes.experiments.no_mask_sample", text=html.escape(explorer.no_mask_sample(text)))
     return (experiment_figs.describe(results, list(variants)), experiment_figs.curves(results, list(variants), x_axis,
                                                                       projector=projector),
             experiment_figs.final_bars(results, projector=projector),

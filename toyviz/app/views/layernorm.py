@@ -1,6 +1,7 @@
 """The LayerNorm tab: each norm's input and output spread, its parameters, one token's values."""
 from __future__ import annotations
 
+from toyviz.i18n import t
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import layernorm as layernorm_figs
 from toyviz.settings.controls import position as token_position
@@ -18,17 +19,16 @@ def spread_note(trace) -> str:
     names = list(trace.layernorms)
     inputs, outputs = stats["input std"].mean(-1), stats["output std"].mean(-1)
     inner = outputs[:-1] if len(names) > 1 else outputs
-    return (f"Averaged over the tokens, the input std is {inputs[0]:.2f} at `{names[0]}` and {inputs[-1]:.2f} at "
-            f"`{names[-1]}`; the output std is {inner.min():.2f}–{inner.max():.2f} at the norms inside the blocks "
-            f"and {outputs[-1]:.2f} at `{names[-1]}`. " + rms_note(trace))
+    return t("notes.layernorm.spread", first_in=f"{inputs[0]:.2f}", first=names[0], last_in=f"{inputs[-1]:.2f}",
+             last=names[-1], low=f"{inner.min():.2f}", high=f"{inner.max():.2f}", last_out=f"{outputs[-1]:.2f}") + \
+        rms_note(trace)
 
 
 def rms_note(trace) -> str:
     """What the figures mean for a model whose norms are RMSNorms (Llama's kind), or nothing."""
     if all(norm.centres for norm in trace.layernorms.values()):
         return ""
-    return ("This model's norms are RMSNorms: each divides by the root mean square √(mean x² + ε), shown here as "
-            "the input std, subtracts no mean (the input mean shown is 0) and adds no β. ")
+    return t("notes.layernorm.rms")
 
 
 def layernorm_view(explorer: Explorer, prompt, norm_name="block0.ln1", position=-1, projector=False, model="gpt"):

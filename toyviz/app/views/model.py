@@ -1,6 +1,7 @@
 """The Model tab: where the parameters are, attention's memory, how training went, a snapshot's attention."""
 from __future__ import annotations
 
+from toyviz.i18n import t
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import model as model_figs
@@ -11,8 +12,8 @@ from toyviz.settings.controls import context_note, settle
 def snapshot_note(shown: str, earlier: list[str]) -> str:
     """Which training snapshot the Model tab shows, and which others the slider reaches."""
     if not earlier:
-        return "The **final** model (this checkpoint holds no earlier training snapshots)."
-    return f"Snapshot **{shown}** — the slider reaches {', '.join(earlier)} and the final model."
+        return t("notes.model.final_only")
+    return t("notes.model.snapshot", shown=shown, earlier=", ".join(earlier))
 
 
 def model_view(explorer: Explorer, prompt, snapshot=-1, x_axis="step", projector=False):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from toyviz.i18n import mistake, t
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import positional as positional_figs
-from toyviz.errors import UserError
 from toyviz.models.layers import sinusoidal_encoding
 from toyviz.settings.controls import clamp
 
@@ -15,7 +15,7 @@ METRICS = ("cosine", "dot")     # the similarity the page's radio offers; the AP
 
 def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False, model="gpt"):
     if metric not in METRICS:
-        raise UserError(f"the similarity is {' or '.join(METRICS)}, not {metric!r}")
+        raise mistake("errors.similarity", first=METRICS[0], second=METRICS[1], given=repr(metric))
     tr, note = explorer.view(prompt, model)
     config = explorer.models.need_gpt().config if model == "gpt" else explorer.models.need_translator().config
     kind = config.positional if model == "gpt" else "sinusoidal"   # the translator's, as in the paper
@@ -25,8 +25,7 @@ def positions_view(explorer: Explorer, prompt, metric="cosine", projector=False,
     d_model = config.d_model
     encoding = tr.positional if tr.positional is not None else sinusoidal_encoding(len(tr.tokens), d_model)
     if tr.positional is None:
-        note += (f"This model adds no position vector ({kind}): the curves and similarities below are the "
-                 "sinusoidal table of the original Transformer, for comparison — the translator adds it. ")
+        note += t("notes.positions.no_vector", kind=kind)
     dims = list(dict.fromkeys(d for d in (0, 1, 8, 9, min(64, d_model - 2), min(65, d_model - 1))
                               if d < d_model))              # a d_model under 10 has fewer dimensions
     return (note, positional_figs.model_encoding(tr, kind, table=table, projector=projector),

@@ -19,7 +19,7 @@ def residual_view(explorer: Explorer, prompt, position=-1, projector=False, mode
         readout = (residual_figs.logit_lens(tr, lens, gpt.tokenizer.piece, projector=projector),
                    residual_figs.logit_attribution(tr, parts, gpt.tokenizer.piece, position, projector=projector))
     else:       # both read the stream through the GPT's final norm and unembedding; the encoder has none
-        readout = (gpt_only("The logit lens reads", "Logit lens", "logit-lens", projector),
-                   gpt_only("Logit attribution splits", "Logit attribution", "logit-attribution", projector))
+        readout = (gpt_only("lens", "lens", "logit-lens", projector),
+                   gpt_only("attribution", "attribution", "logit-attribution", projector))
     return (note, residual_figs.residual_norms(tr, position, projector=projector),
             residual_figs.residual_shares(tr, projector=projector)) + readout

@@ -5,6 +5,7 @@ import html
 import re
 from typing import Iterator
 
+from toyviz.i18n import t
 from toyviz.app.explorer import Explorer, clean_prompt
 from toyviz.app.figures import message
 from toyviz.app.figures import sampling as sampling_figs
@@ -84,17 +85,15 @@ def generate_view(explorer: Explorer, prompt, temperature=0.8, top_k=50, top_p=0
 def generation_pending(projector=False):
     """The next-token bars and the generated-tokens figure while a generation streams, and after Stop:
     cleared with the reason (the last run's figures would pass for this one's)."""
-    when = "when a generation runs to its end (Stop leaves this empty)"
-    return (message(f"Drawn {when}:<br>the probabilities after its last token.", "Next token after the generated text",
+    return (message(t("notes.sampling.pending_bars"), t("notes.sampling.pending_bars_title"),
                     filename="toyviz-sampling", projector=projector),
-            message(f"Drawn {when}:<br>each token coloured by its probability.", "The generated tokens",
+            message(t("notes.sampling.pending_tokens"), t("notes.sampling.pending_tokens_title"),
                     filename="toyviz-generated", projector=projector))
 
 
 def kv_cache_view(explorer: Explorer, prompt) -> str:
     r = explorer.kv_cache_benchmark(prompt)
     w, wo = r["with_cache"], r["without_cache"]
-    return (f"Prompt {r['prompt_tokens']} tokens + {r['new_tokens']} new (greedy): the model processed "
-            f"**{w['positions_processed']:,}** token positions with the KV cache and **{wo['positions_processed']:,}** "
-            f"without; **{w['tokens_per_second']}** vs **{wo['tokens_per_second']}** tokens/s on this machine. "
-            "The cache keeps each layer's keys and values, so a new token only computes its own.")
+    return t("notes.sampling.kv", prompt=r["prompt_tokens"], new=r["new_tokens"],
+             with_cache=f"{w['positions_processed']:,}", without=f"{wo['positions_processed']:,}",
+             speed_with=w["tokens_per_second"], speed_without=wo["tokens_per_second"])

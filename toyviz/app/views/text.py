@@ -2,6 +2,7 @@
 catalogues, toyviz/locales: toyviz.i18n)."""
 from __future__ import annotations
 
+from toyviz.i18n import t
 from toyviz.app.figures import message
 from toyviz.settings.controls import DEFAULT_PROMPT, DEFAULT_SOURCE
 
@@ -51,6 +52,7 @@ def examples(tab: str) -> dict[str, list[str]]:
 
 
 def gpt_only(what: str, title: str, name: str, projector: bool):
-    """The figure a GPT-only panel shows while the picker is on a translator stack."""
-    return message(f"{what} the GPT's next-token predictions: pick the GPT.", title, filename=f"toyviz-{name}",
-                   projector=projector)
+    """The figure a GPT-only panel shows while the picker is on a translator stack: `what` and `title` are keys of
+    the catalogues' [notes.gpt_only] table (its "…_what" and "…_title" entries)."""
+    return message(t("notes.gpt_only.note", what=t(f"notes.gpt_only.{what}_what")), t(f"notes.gpt_only.{title}_title"),
+                   filename=f"toyviz-{name}", projector=projector)

@@ -2,17 +2,17 @@
 attention, the decoder's candidates, saliency beside attention."""
 from __future__ import annotations
 
+from toyviz.i18n import LANGUAGES, catalogue, mistake, t
 from toyviz.api import REGISTER_NAMES
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import translation as translation_figs
-from toyviz.errors import UserError
 from toyviz.settings.controls import clamp, settle
 
 
 def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="average", head="average", projector=False,
                    register=None):
     if kind not in translation_figs.KINDS:        # a choice the page's radio offers; the API may send anything
-        raise UserError(f"the attention shown is one of {', '.join(translation_figs.KINDS)}, not {kind!r}")
+        raise mistake("errors.attention_kind", kinds=", ".join(translation_figs.KINDS), given=repr(kind))
     beam, said = settle("beam", beam)              # the one rule: a beam past 8 is 8, said in the note
     register, register_note = chosen_register(explorer, register)
     out, note = explorer.translate(text, beam, register)
@@ -21,14 +21,19 @@ def translate_view(explorer: Explorer, text, beam=4, kind="cross", layer="averag
     head = None if head in (None, "average") else clamp(head, 0, explorer.translator.config.n_head - 1, int, "head")
     # saliency is compared with the cross-attention on screen, or with its mean when another map is shown
     cross_layer, cross_head = (layer, head) if kind == "cross" else (None, None)
-    compared = (f"layer {cross_layer}" if cross_layer is not None else "mean over layers") + ", " + \
-               (f"head {cross_head}" if cross_head is not None else "mean over heads")
+    compared = translation_figs.where(cross_layer, cross_head)
     return (note + layer_note, out.text,
             translation_figs.translation_attention(out.trace, kind, layer, head, projector=projector,
-                                                   register=REGISTER_NAMES[register]),
+                                                   register=register_name(register)),
             translation_figs.decoding_candidates(out.trace, explorer.translator.tgt_tok.piece, projector=projector),
             translation_figs.saliency_beside_attention(explorer.caches.source_saliency(out, cross_layer, cross_head),
                                                        compared=compared, projector=projector))
+
+
+def register_name(register: str) -> str:
+    """A register's name ("today's Spanish") in the event's language."""
+    key = f"figures.translation.register_{register}"
+    return t(key) if key in catalogue(LANGUAGES[0]) else REGISTER_NAMES.get(register, register)
 
 
 def chosen_register(explorer: Explorer, register) -> tuple[str, str]:
@@ -40,7 +45,7 @@ def chosen_register(explorer: Explorer, register) -> tuple[str, str]:
     if isinstance(register, str) and register in registers:
         return register, ""
     if isinstance(register, str) and register in REGISTER_NAMES:
-        return registers[0], (f"This translator was trained for {REGISTER_NAMES[registers[0]]} only: "
-                              f"its translation into {REGISTER_NAMES[register]} is not there. ")
-    return registers[0], (f"The register is one of {', '.join(map(repr, REGISTER_NAMES))}: "
-                          f"shown in {REGISTER_NAMES[registers[0]]}. ")
+        return registers[0], t("notes.translation.one_register", trained=register_name(registers[0]),
+                               asked=register_name(register))
+    return registers[0], t("notes.translation.unknown_register", registers=", ".join(map(repr, REGISTER_NAMES)),
+                           shown=register_name(registers[0]))

@@ -4,7 +4,7 @@ copies "␣Slender" from one tab's figure into another's box gets the same token
 from __future__ import annotations
 
 from toyviz.app.figures import visible
-from toyviz.i18n import mistake
+from toyviz.i18n import mistake, t
 
 
 def typed_token(tokenizer, typed) -> tuple[int | None, str]:
@@ -19,9 +19,7 @@ def typed_token(tokenizer, typed) -> tuple[int | None, str]:
         if candidate.strip() and len(ids := tokenizer.encode(candidate)) == 1:
             spaced = tokenizer.encode(" " + candidate)
             if candidate[0] != " " and len(spaced) == 1:
-                return ids[0], (f"“{visible(candidate)}” is read as the token without a space before it (as at the "
-                                f"start of a line); after a word the GPT writes {visible(' ' + candidate)}, another "
-                                f"token: type {visible(' ' + candidate)} for that one. ")
+                return ids[0], t("notes.typed.without_space", typed=visible(candidate), spaced=visible(" " + candidate))
             return ids[0], ""
     pieces = tokenizer.pieces(tokenizer.encode(text))
     raise mistake("errors.not_a_token", text=visible(text), count=len(pieces), pieces=" | ".join(map(visible, pieces)))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 
+from toyviz.i18n import mistake, t
 from toyviz.app.explorer import Explorer
 from toyviz.app.views.typed import typed_token
 from toyviz.app.figures import explain as explain_figs
@@ -15,7 +16,7 @@ from toyviz.settings.controls import setting, settle
 def why_choices(explorer: Explorer, prompt) -> list[tuple[str, str]]:
     """The token picker's choices: the top prediction (the default), then the most likely next tokens
     (only the default for a prompt the tab itself rejects: its message says why)."""
-    top = [("the top prediction", "")]
+    top = [(t("notes.why.top_prediction"), "")]
     try:
         logits = explorer.caches.trace(prompt)[0].logits[-1]
     except UserError:
@@ -33,7 +34,8 @@ def paragraph_html(segments) -> str:
 def sources_html(explorer: Explorer, answer) -> str:
     """The training-text counts for n = 1…4 tokens of context, with example lines (the match in bold)."""
     if answer.sources is None:
-        return f"<p id='{explain.PANELS['sources']}'><b>Training-text counts:</b> {html.escape(answer.sources_reason)}.</p>"
+        return (f"<p id='{explain.PANELS['sources']}'><b>{t('notes.why.counts')}</b> "
+                f"{html.escape(answer.sources_reason)}.</p>")
     index, _ = explorer.caches.training_index()
     tokenizer = explorer.gpt.tokenizer
     rows = []
@@ -44,10 +46,10 @@ def sources_html(explorer: Explorer, answer) -> str:
         share = "" if g.share != g.share else f"{g.share:.1%}"
         rows.append(f"<tr><td>{g.n}</td><td><code>{html.escape(context)}</code></td><td>{g.context_count:,}</td>"
                     f"<td>{g.count:,}</td><td>{share}</td><td>{lines}</td></tr>")
-    return (f"<div id='{explain.PANELS['sources']}'><p><b>Where it comes from:</b> how often the last n tokens, then "
-            f"<code>{html.escape(visible(answer.piece))}</code>, occur in the training plays.</p>"
-            "<table class='why-sources'><tr><th>n</th><th>last n tokens</th><th>seen</th><th>then this token</th>"
-            "<th>share</th><th>examples</th></tr>" + "".join(rows) + "</table></div>")
+    head = "".join(f"<th>{t(f'notes.why.{column}')}</th>" for column in ("last_n", "seen", "then", "share", "examples"))
+    return (f"<div id='{explain.PANELS['sources']}'><p>"
+            + t("notes.why.where_from", token=f"<code>{html.escape(visible(answer.piece))}</code>") + "</p>"
+            "<table class='why-sources'><tr><th>n</th>" + head + "</tr>" + "".join(rows) + "</table></div>")
 
 
 def last_id(explorer: Explorer) -> int:
@@ -73,7 +75,8 @@ def why_view(explorer: Explorer, prompt, token="", projector=False):
     note += said + read_as
     top = "".join(f"<li>{html.escape(visible(piece))} {p:.1%}</li>" for _, piece, p in answer.top[:5])
     summary = (paragraph_html(explain.paragraph(answer)) +
-               f"<details id='{explain.PANELS['prediction']}'><summary>top next tokens</summary><ul>{top}</ul></details>")
+               f"<details id='{explain.PANELS['prediction']}'><summary>{t('notes.why.top_next')}</summary>"
+               f"<ul>{top}</ul></details>")
     return (note, summary, explain_figs.components_figure(answer.components, projector=projector),
             explain_figs.saliency_figure(answer.saliency, projector=projector),
             explain_figs.lens_figure(answer, projector=projector), sources_html(explorer, answer))
@@ -83,7 +86,7 @@ def pair_fields(name) -> list[str]:
     """A prepared patching pair's clean and corrupted prompts and answers (for the four fields)."""
     pair = next((p for p in explain.PAIRS if p.name == name), None)
     if pair is None:
-        raise UserError(f"no prepared pair called {name!r}: pick one of the list or type your own")
+        raise mistake("errors.no_pair", name=repr(name))
     return [pair.clean, pair.corrupted, pair.clean_answer, pair.corrupted_answer]
 
 
