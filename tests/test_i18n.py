@@ -307,6 +307,8 @@ def test_the_views_notes_and_messages_are_spanish(shipped):
         assert why.why_choices(shipped, "   ") == [("la predicción principal", "")]
         assert "Se dibuja cuando una generación" in sampling.generation_pending()[0].layout.annotations[0].text
         assert translation.register_name("1909") == "la Biblia de 1909"
+        assert "El decodificador del traductor (causal como el GPT" in TABS["tokens"].render(shipped, DEFAULT_PROMPT,
+                                                                                            False, "decoder")[0]
         for call, said in ((lambda: positional.positions_view(shipped, DEFAULT_PROMPT, "manhattan"),
                             "la similitud es cosine o dot, no 'manhattan'"),
                            (lambda: why.pair_fields("nope"), "no hay ningún par preparado llamado 'nope'"),
@@ -317,3 +319,22 @@ def test_the_views_notes_and_messages_are_spanish(shipped):
             assert said in i18n.said(err.value), i18n.said(err.value)
     with i18n.speaking("en"):
         assert model.snapshot_note("final", []).startswith("The **final** model")
+
+
+def test_a_number_past_its_range_is_noted_and_refused_in_spanish():
+    """The one rule's notes (toyviz.settings.controls.settle) and its refusal of what is no number, in the event's
+    language; the English ones as before, and the refusal's English kept for logs."""
+    from toyviz.errors import UserError
+    from toyviz.settings import controls
+    with i18n.speaking("es"):
+        assert controls.settle("feature", -5, high=10)[1] == ("rasgo -5 está antes del primer valor, -1 (el más fuerte "
+                                                             "del prompt): se muestra -1. ")
+        assert controls.settle("top_k", 500)[1] == "top-k 500 supera el máximo, 200: se usa 200. "
+        assert controls.position(99, 5)[1] == "posición del token 99 supera el último valor, 4: se muestra 4. "
+        assert controls.context_note(3, 4, "last").startswith("Solo los últimos 3 tokens caben")
+        with pytest.raises(UserError) as err:
+            controls.settle("layer", "abc", high=3)
+        assert i18n.said(err.value) == "capa debe ser un número entero de 0 a 3, no 'abc'"
+    assert str(err.value) == "layer must be a whole number from 0 to 3, not 'abc'"
+    assert controls.settle("feature", -5, high=10)[1] == ("feature -5 is below the first, -1 (the prompt's strongest): "
+                                                         "showing -1. ")

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
+from toyviz.i18n import t
 from toyviz.interpret.causal_mask import with_last_word
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.caches import Caches
@@ -81,9 +82,7 @@ class Explorer:
         if model not in MODELS:
             raise UserError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         out, note = self.translate(prompt, 1)
-        how = ("it has no causal mask: every token reads the whole sentence" if model == "encoder" else
-               "causal like the GPT, it reads its own Spanish so far")
-        return out.trace.stack(model), note + f"The translator's {model} ({how}); its greedy translation: «{out.text}». "
+        return out.trace.stack(model), note + t(f"notes.stack.{model}", translation=out.text)
 
     def mask_experiment(self, prompt, last_word):
         """What the causal mask is for: the prompt and the prompt with its last word replaced, each
@@ -105,13 +104,12 @@ class Explorer:
         if out is None:
             with self.searches() as running:
                 if beam > 1 and running >= BUSY_SEARCHES:
-                    note += (f"Many translations are running: this one is greedy (beam 1) instead of beam {beam}; "
-                             "ask again in a moment for the beam search. ")
+                    note += t("notes.translation.busy", beam=beam)
                     beam = 1
                 out = self.caches.translations.get((text, beam, register),
                                             lambda: translator.translate(text, beam=beam, register=register))
         if out.truncated:
-            note += f"The sentence was cut to the translator's context ({out.truncated} tokens left out). "
+            note += t("notes.translation.cut", count=out.truncated)
         return out, note
 
     def patching(self, clean, corrupted, clean_answer="", corrupted_answer=""):
@@ -130,8 +128,9 @@ class Explorer:
             return None, ""                        # no dictionary needed to generate without one
         features = self.caches.features()
         feature = setting("steer_feature", feature, upper=len(features) - 1)
-        return features.steer(feature, alpha), (f"Steered: feature #{feature} ({features.labels[feature]}) added "
-                                                f"× {alpha:g} at {features.site.name}, at every position. ")
+        return features.steer(feature, alpha), t("notes.sampling.steered", feature=feature,
+                                                 label=features.labels[feature], alpha=f"{alpha:g}",
+                                                 site=features.site.name)
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = KV_NEW_TOKENS) -> dict:
         """Generate the same tokens with and without the KV cache: positions processed and tokens/s."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from toyviz.errors import UserError
-from toyviz.i18n import LANGUAGES
+from toyviz.i18n import LANGUAGES, Term, catalogue, t
 
 MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
@@ -92,7 +92,7 @@ def settle(name: str, value, high=None, low=None, label: str | None = None,
         number = math.nan
     if math.isnan(number) or isinstance(value, bool):
         given = "nothing" if value is None else "NaN" if isinstance(value, float) else repr(value)
-        raise UserError(refusal(name, given, written(low), written(high), **words))
+        raise refused(name, given, written(low), written(high), **words)
     if number > high:
         settled, change = high, "above"
     elif number < low:
@@ -105,25 +105,41 @@ def settle(name: str, value, high=None, low=None, label: str | None = None,
     return settled, note(name, written(value), change, written(settled), **words)
 
 
+def _term(text: str | None, name: str, kind: str, english: str) -> str:
+    """A control's label or its lowest value's meaning, as a message's field (toyviz.i18n.t says a Term in the
+    message's language): `text` as given (a catalogue key: its Term), else the catalogues' [controls.label] /
+    [controls.meaning] entry for the control, else `english`."""
+    if text is not None:
+        return Term(text) if text in catalogue(LANGUAGES[0]) else text
+    key = f"controls.{kind}.{name}"
+    return Term(key) if key in catalogue(LANGUAGES[0]) else english
+
+
 def note(name: str, value: str, change: str, settled: str, label: str | None = None,
          meaning: str | None = None) -> str:
     """The note of a value of `name` the rule changed (`change`: "above" its range, "below" it, a "fraction" for a
-    whole number), the numbers written as the note shows them."""
+    whole number), the numbers written as the note shows them, in the event's language (`label`, `meaning`: text,
+    or a key of the catalogues)."""
     picks = name in PICKS
-    label = label or LABELS.get(name, name.replace("_", " "))
-    meaning = MEANINGS.get(name, "") if meaning is None else meaning
-    why = {"above": ("past the last" if picks else "above the highest") + f", {settled}",
-           "below": ("below the first" if picks else "below the lowest") + f", {settled}{meaning}",
-           "fraction": "not a whole number"}[change]
-    return f"{label} {value} is {why}: {'showing' if picks else 'using'} {settled}. "
+    label = _term(label, name, "label", LABELS.get(name, name.replace("_", " ")))
+    meaning = _term(meaning, name, "meaning", MEANINGS.get(name, ""))
+    return t(f"controls.{change}" + "_pick" * picks, label=label, value=value, settled=settled, meaning=meaning)
+
+
+def refused(name: str, given: str, low: str, high: str, label: str | None = None,
+            meaning: str | None = None) -> UserError:
+    """The refusal of what is no number at all, naming the control's range: its English, and its key and fields to
+    say it in the page's language (toyviz.i18n.said)."""
+    fields = dict(label=_term(label, name, "label", LABELS.get(name, name.replace("_", " "))), given=given, low=low,
+                  high=high, meaning=_term(meaning, name, "meaning", MEANINGS.get(name, "")))
+    key = "controls.refused_whole" if isinstance(DEFAULTS.get(name, 0), int) else "controls.refused"
+    return UserError(t(key, LANGUAGES[0], **fields), key, **fields)
 
 
 def refusal(name: str, given: str, low: str, high: str, label: str | None = None, meaning: str | None = None) -> str:
-    """The refusal of what is no number at all, naming the control's range."""
-    label = label or LABELS.get(name, name.replace("_", " "))
-    meaning = MEANINGS.get(name, "") if meaning is None else meaning
-    kind = "a whole number" if isinstance(DEFAULTS.get(name, 0), int) else "a number"
-    return f"{label} must be {kind} from {low}{meaning} to {high}, not {given}"
+    """The refusal of what is no number at all, naming the control's range, in the event's language."""
+    err = refused(name, given, low, high, label, meaning)
+    return t(err.key, **err.fields)
 
 
 def words(name: str) -> dict[str, str]:
@@ -134,10 +150,10 @@ def words(name: str) -> dict[str, str]:
             "refused": refusal(name, "{given}", low, high)}
 
 
-def position(value, length: int, label: str = "token position") -> tuple[int, str]:
+def position(value, length: int, label: str = "controls.label.token_position") -> tuple[int, str]:
     """(a token position of a prompt `length` tokens long, from 0, and the note): negative counts from the end
     (-1 the last token), and a position past either end is the nearest end, said in the note."""
-    settled, note = settle("query", value, high=length - 1, low=-length, label=label, meaning=" (the first token)")
+    settled, note = settle("query", value, high=length - 1, low=-length, label=label, meaning="controls.first_token")
     return settled % length, note
 
 
@@ -151,4 +167,4 @@ def context_note(kept, dropped, which: str = "first") -> str:
     """What every tab says when a prompt was longer than the model's context, `which` tokens it read (a
     generation reads the last); the page's sampler says it from this sentence with {kept} and {dropped} in it
     (toyviz.app.browser_model.sampler_settings)."""
-    return f"Only the {which} {kept} tokens fit the model's context; {dropped} more were left out. "
+    return t(f"controls.context_{which}", kept=kept, dropped=dropped)

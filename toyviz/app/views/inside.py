@@ -1,7 +1,6 @@
 """The Inside a head tab: one head's computation step by step, and what the causal mask is for."""
 from __future__ import annotations
 
-from toyviz.i18n import t
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import attention as attention_figs
 from toyviz.app.figures import mask as mask_figs
@@ -11,7 +10,7 @@ from toyviz.settings.controls import position
 def inside_view(explorer: Explorer, prompt, layer=0, head=0, query=-1, last_word="dream", projector=False):
     tr, note = explorer.caches.trace(prompt)
     layer, head, said = explorer.models.layer_head(tr, layer, head)
-    query, query_note = position(query, len(tr.tokens), t("notes.query_position"))
+    query, query_note = position(query, len(tr.tokens), "notes.query_position")
     note += said + query_note
     masked, edited, unmasked, edited_unmasked = explorer.mask_experiment(prompt, last_word)
     return (note, attention_figs.head_steps(tr, layer, head, query, projector=projector),
