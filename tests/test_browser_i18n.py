@@ -6,13 +6,17 @@ in each language; the Spanish page is shot in normal and projector mode at 1280�
 One app for the file, with a worker process computing the tabs as app.py runs them (a message crosses from it);
 the browser and helpers are tests/test_browser.py's (skipped as it is).
 """
+import html
+import json
 import re
+import urllib.request
 
 import pytest
 
 from test_browser import SHOTS, WAIT, browser, expect, open_app, pytestmark, settle, shot, title  # noqa: F401
 from toyviz.app.explorer import Explorer
 from toyviz.classroom.store import Lectures
+from toyviz.i18n import t
 
 SPANISH_TABS = ["Tokens", "Posiciones", "Atención", "Dentro de una cabeza", "Normalización", "Flujo residual",
                 "¿Por qué este token?", "Rasgos", "Circuitos", "Muestreo", "Traducir", "Experimentos", "Modelo",
@@ -149,7 +153,7 @@ def test_a_spanish_lecture_its_bar_and_its_phones_page(url, spanish, browser):
     expect()(spanish.locator("body")).to_have_class(re.compile(r"\bprojector\b"), timeout=WAIT)
     expect()(spanish.locator("#bars-plot .gtitle").first).to_be_visible(timeout=WAIT)
     settle(spanish)
-    spanish.screenshot(path=str(SHOTS / "i18n-es-lecture-projector.png"))
+    spanish.screenshot(path=str(SHOTS / "i18n-es-lecture-projector.png"))   # docs/teach-with-it-es-projector.png
     link = bar.locator(".lesson-link").inner_text() + "?lang=es"           # the QR code's link: the lecture's language
     phone = browser.new_page(viewport={"width": 390, "height": 844})           # an English phone
     try:
@@ -158,6 +162,89 @@ def test_a_spanish_lecture_its_bar_and_its_phones_page(url, spanish, browser):
         expect()(phone.locator("#question")).to_contain_text("¿Qué token pondrá primero el modelo")
         expect()(phone.locator("#status")).to_have_text("Vota antes de que se revele la respuesta.")
         expect()(phone.locator("#explore-button")).to_have_text("Explorar")
-        phone.screenshot(path=str(SHOTS / "i18n-es-phone.png"))
+        phone.screenshot(path=str(SHOTS / "i18n-es-phone.png"))          # docs/teach-with-it-es-phone.png
     finally:
         phone.close()
+
+
+def vote(url: str, code: str, step: int, choices: list[str]):
+    """The class's phones vote on a step through the phones' route (one device id each, the same from step to step)."""
+    for n, choice in enumerate(choices):
+        body = json.dumps({"device": f"phone-{n:03d}", "step": step, "choice": choice}).encode()
+        request = urllib.request.Request(f"{url}class/{code}/vote", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answered:
+            assert json.load(answered)["counted"], (step, n, choice)
+
+
+def test_a_spanish_lecture_ends_in_a_report_in_spanish(url, spanish):
+    """Fin de clase on a Spanish lecture: the presenter's buttons say the catalogue's words, the lecture ends, and the
+    report's HTML page speaks the lecture's language (its headings, table and figure from [report] of es.toml) with
+    the votes the phones cast. The pictures of docs/teach-with-it.es.md: the screen after the end
+    (screenshots/i18n-es-ended.png -> docs/teach-with-it-es-ended.png) and the report's top down to step 1's end, 900 px
+    wide (screenshots/i18n-es-report.png -> docs/teach-with-it-es-report.png), as the English page's pictures are."""
+    open_app(spanish, url, "?lesson=sampling.es")
+    bar = spanish.locator("#lesson-bar")
+    expect()(bar).to_contain_text("¿Qué token pondrá primero el modelo", timeout=WAIT)
+    spanish.wait_for_function("() => new URLSearchParams(location.search).has('lecture')", timeout=WAIT)
+    code = spanish.evaluate("() => new URLSearchParams(location.search).get('lecture')")
+    first = [" be"] * 9 + [" do"] * 5 + [" the"] * 5 + [" die"] * 4                  # 23 phones, as the English picture
+    vote(url, code, 0, first)
+    expect()(bar.locator(".lesson-waiting")).to_contain_text("23 votos hasta ahora", timeout=WAIT)
+    spanish.locator("#lesson-reveal").click()
+    expect()(bar.locator(".lesson-votes")).to_contain_text(t("bar.class", "es", count=23), timeout=WAIT)
+    settle(spanish)
+    spanish.locator("#lesson-next").click()
+    expect()(bar).to_contain_text("Con temperatura 0,2", timeout=WAIT)
+    second = ["más alta"] * 12 + ["más baja"] * 7 + ["igual"] * 2
+    vote(url, code, 1, second)
+    expect()(bar.locator(".lesson-waiting")).to_contain_text("21 votos hasta ahora", timeout=WAIT)
+    spanish.locator("#lesson-reveal").click()
+    expect()(bar.locator(".lesson-votes")).to_contain_text(t("bar.class", "es", count=21), timeout=WAIT)
+    settle(spanish)
+
+    end = spanish.locator("#lesson-end")
+    expect()(end).to_have_text(t("labels.end_lecture", "es"))                         # "Fin de clase"
+    end.click()
+    sure = spanish.locator("#lesson-end-yes")
+    expect()(sure).to_have_text(t("labels.end_lecture_yes", "es"), timeout=WAIT)
+    sure.click()
+    files = spanish.locator("#report-files")
+    expect()(files.locator("a[href*='.html']").first).to_be_visible(timeout=WAIT)
+    expect()(spanish.locator("#past-pick")).to_contain_text(t("labels.past_lectures", "es"))
+    expect()(files).to_contain_text(t("labels.report_files", "es"))
+    expect()(bar).to_contain_text(code)
+    settle(spanish)
+    spanish.evaluate("() => window.scrollTo(0, 0)")
+    top = bar.bounding_box()["y"]
+    bottom = spanish.locator("#lecture-reports").bounding_box()
+    SHOTS.mkdir(exist_ok=True)
+    spanish.screenshot(path=str(SHOTS / "i18n-es-ended.png"),
+                       clip={"x": 0, "y": max(0, top - 16), "width": 1280,
+                             "height": bottom["y"] + bottom["height"] + 16 - max(0, top - 16)})
+
+    href = files.locator("a[href*='.html']").first.get_attribute("href")
+    page = spanish.request.get(href if "://" in href else url.rstrip("/") + href).text()
+    assert "lang='es'" in page
+    first_step = t("report.step", "es", step=1, title="La distribución del siguiente token")
+    for said in (t("report.heading", "es", lesson="Muestreo"), t("report.common", "es"), t("report.asked", "es"),
+                 t("report.predicted", "es"), first_step, "gana la palabra más común del inglés",
+                 t("report.not_revealed", "es")):
+        assert html.escape(said) in page, said
+    for english in ("the lecture's report", "Common misconceptions", "Asked:", "Predicted it:", "phones voted"):
+        assert english not in page, english
+    report = spanish.context.new_page()
+    report.set_viewport_size({"width": 900, "height": 1000})
+    report.set_content(page, wait_until="load")
+    expect()(report.locator("h1")).to_have_text(t("report.heading", "es", lesson="Muestreo"))
+    expect()(report.locator(".meta").first).to_contain_text("votaron 23 teléfonos · 7 preguntas")
+    expect()(report.locator("section").first.locator(".gtitle")).to_have_text(
+        t("report.figure_title", "es", step=1, votes=23, said=t("report.the_model", "es", answer="␣be")), timeout=WAIT)
+    rows = report.locator("section").first.locator("tr")
+    expect()(rows.first).to_have_text("".join(t(f"report.{c}", "es") for c in ("choice", "votes", "share",
+                                                                                 "misconception")))
+    expect()(rows.nth(1)).to_have_text("␣be939 %")                                 # the model's answer: 9 of 23
+    expect()(report.locator("li").filter(has_text="7 de 21 votos (33 %) en el paso 2")).to_have_count(1)
+    step_1 = report.locator("section").first.bounding_box()                      # to the end of step 1, none cut
+    report.screenshot(path=str(SHOTS / "i18n-es-report.png"),
+                      clip={"x": 0, "y": 0, "width": 900, "height": min(1000, step_1["y"] + step_1["height"] + 8)})
+    report.close()
