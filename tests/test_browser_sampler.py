@@ -392,3 +392,33 @@ def test_a_steered_run_goes_to_the_server_and_leaves_no_tree_of_the_pages_run(pa
         page.locator("#steer-feature input").fill("-1")
         page.locator("#steer-feature input").press("Tab")
         page.queue.clear()
+
+
+def test_a_spanish_page_samples_in_spanish(browser, url):
+    """Issue 56: the page's sampler says what the server would in the page's language (<html lang>, set as the page
+    opens): who samples, Generate while it runs and after, the bars' title it draws, an empty prompt's refusal and a
+    value past its range."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(WAIT)
+    try:
+        page.goto(f"{url.rstrip('/')}/?tab=sample&lang=es", wait_until="domcontentloaded")
+        page.wait_for_function("document.documentElement.lang === 'es'")
+        expect()(page.locator("#browser-model .tv-backend")).to_contain_text("El muestreo corre en tu navegador",
+                                                                             timeout=WAIT)
+        expect()(page.locator("#generate")).to_have_text("Generar")
+        expect()(page.locator("#stop")).to_have_text("Detener")
+        set_slider(page, "max-new", 3)
+        page.evaluate("window.toyviz.sampler.lastRun = null")
+        page.locator("#generate").click()
+        page.wait_for_function("window.toyviz.sampler.lastRun !== null")
+        expect()(page.locator("#generate")).to_have_text("Generar")
+        set_slider(page, "temperature", 5)
+        expect()(page.locator("#note")).to_contain_text("temperatura 5 supera el máximo, 2: se usa 2.", timeout=WAIT)
+        page.wait_for_function(f"() => ({TITLE})().startsWith('Siguiente token: temperatura 2, top-k 50')")
+        page.locator("#prompt textarea").fill("   ")
+        page.locator("#generate").click()
+        expect()(page.locator("#note")).to_contain_text("está en blanco", timeout=WAIT)
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "sampler-spanish.png"))
+    finally:
+        page.close()

@@ -35,6 +35,7 @@ from toyviz.app import figures, widgets
 from toyviz.app.figures import attention as attention_figs, sampling as sampling_figs
 from toyviz.app.loaded import clean_prompt
 from toyviz.errors import UserError
+from toyviz.i18n import LANGUAGES, said, speaking, t
 from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.serving.static import Shelf
 from toyviz.settings.controls import DEFAULTS, MAX_PROMPT_CHARS, RANGES, context_note, words
@@ -169,25 +170,37 @@ LOADER = """(() => {
 
 
 def sampler_settings() -> dict:
-    """What the page's sampler must agree on with the server's: each control's default, range and the notes the
-    server's rule writes when it changes a value (toyviz.settings.controls), the prompt's longest length and the
-    note of a prompt cut to the context, and the server's refusal of an empty prompt as the page receives it (its
-    message and figure), so that both say the same words in the same place."""
-    try:
-        clean_prompt("")
-    except UserError as err:
-        empty = str(err)
-    note, figure = widgets.placeholders(empty, [gr.Markdown(render=False), widgets.FigurePlot(render=False)])
-    figure = json.loads(figure.to_json())
-    del figure["layout"]["template"]        # the house theme (3 kB a page): the page takes the bars figure's
+    """What the page's sampler must agree on with the server's: each control's default and range, the prompt's
+    longest length, the figures' styles, and in each language (`said`) what the server would say there."""
     return {"defaults": {k: DEFAULTS[k] for k in SAMPLER}, "ranges": {k: RANGES[k] for k in SAMPLER},
-            "words": {k: words(k) for k in SAMPLER}, "maxPromptChars": MAX_PROMPT_CHARS,
-            "cut": {which: context_note("{kept}", "{dropped}", which) for which in ("first", "last")},
-            "empty": {"note": note, "figure": figure},
-            "figures": {mode: page_figures(mode == "projector") for mode in ("laptop", "projector")}}
+            "maxPromptChars": MAX_PROMPT_CHARS,
+            "figures": {mode: page_figures(mode == "projector") for mode in ("laptop", "projector")},
+            "said": {lang: sampler_words(lang) for lang in LANGUAGES}}
+
+
+def sampler_words(lang: str) -> dict:
+    """The sampler's words in `lang`, where the page's sampler says them in the server's stead: the notes the
+    server's rule writes when it changes a value (toyviz.settings.controls), the note of a prompt cut to the context,
+    the refusal of an empty prompt as the page receives it (its message and figure), and the page's own lines
+    ([generate] of the catalogues). The page is one for every visitor; its script picks the words of the
+    language the page was opened in (<html lang>, set by toyviz.app.wording)."""
+    with speaking(lang):
+        try:
+            clean_prompt("")
+        except UserError as err:
+            empty = said(err)
+        note, figure = widgets.placeholders(empty, [gr.Markdown(render=False), widgets.FigurePlot(render=False)])
+        figure = json.loads(figure.to_json())
+        del figure["layout"]["template"]        # the house theme (3 kB a page): the page takes the bars figure's
+        return {"words": {k: words(k) for k in SAMPLER},
+                "cut": {which: context_note("{kept}", "{dropped}", which) for which in ("first", "last")},
+                "empty": {"note": note, "figure": figure},
+                "text": {key: t(f"generate.{key}") for key in PAGE_WORDS},
+                "bars": {key: t(f"figures.sampling.{key}") for key in ("next", "next_one", "off")}}
 
 
 SAMPLER = ("temperature", "top_k", "top_p", "max_new", "seed")
+PAGE_WORDS = ("button", "busy", "loading", "in_browser", "from_cache", "on_server", "failed")
 BARS = 15                                       # candidates a next-token figure shows (web/src/figures.js BARS)
 
 

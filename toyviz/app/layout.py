@@ -249,8 +249,8 @@ def sample_tab(ui):
         with gr.Row():
             ui.max_new = slider("max_new", "max new tokens", elem_id="max-new")
             ui.seed = gr.Number(value=DEFAULTS["seed"], label="seed", elem_id="seed")     # no precision: as the feature's
-            ui.go = gr.Button("Generate", variant="primary", elem_id="generate")
-            ui.stop = gr.Button("Stop", elem_id="stop")
+            ui.go = ui.say(gr.Button, {"value": "generate.button"}, variant="primary", elem_id="generate")
+            ui.stop = ui.say(gr.Button, {"value": "generate.stop"}, elem_id="stop")
         ui.generated = gr.HTML(elem_id="generated")
         ui.generated_plot = plot("generated-plot", visible=False)      # shown once there is a generation
         intro(ui, "sample")
@@ -335,7 +335,8 @@ def watch_tab(ui):
             ui.watch_seed = gr.Number(value=0, step=1, label="seed (a whole number)", elem_id="watch-seed",
                                       min_width=90)
             ui.watch_start = gr.Button("Start", variant="primary", elem_id="watch-start", min_width=90)
-            ui.watch_stop = gr.Button("Stop", elem_id="watch-stop", min_width=90, visible=False)   # its owner's
+            ui.watch_stop = ui.say(gr.Button, {"value": "generate.stop"}, elem_id="watch-stop", min_width=90,
+                                   visible=False)                                           # its owner's
         # the text and the step picker side by side: on a projector they stand in one row under the buttons, and the
         # loss curve under them still starts on a 720p first screen (page.css; on a laptop, under the figures)
         with gr.Row(equal_height=False):

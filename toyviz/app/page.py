@@ -178,10 +178,15 @@ def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
     streamed = [ui.note, ui.generated, ui.bars, ui.generated_plot]
     # the page's run: the last run's text and figures cleared first, the button saying it is busy (a
     # second press would be ignored in silence); the HTTP endpoint raises a mistake for its caller
-    def busy(projector):
+    @i18n.in_visitors_language
+    def busy(request: gr.Request, projector):
         bars, tokens = generation_pending(projector)
-        return gr.update(value="Generating… (Stop ends it)", interactive=False), "", bars, gr.Plot(tokens, visible=True)
-    ready = lambda: gr.update(value="Generate", interactive=True)      # a new update each time: Gradio consumes it
+        return gr.update(value=i18n.t("generate.busy"), interactive=False), "", bars, gr.Plot(tokens, visible=True)
+
+    @i18n.in_visitors_language
+    def ready(request: gr.Request):             # a new update each time: Gradio consumes it
+        return gr.update(value=i18n.t("generate.button"), interactive=True)
+
     # Generate and Stop: the page's own model answers them when it runs, sending nothing (browser_model.page_first)
     gen_event = browser_model.page_first(ui.go.click, "generate", sampling).success(
         busy, ui.projector, [ui.go, ui.generated, ui.bars, ui.generated_plot], queue=False,

@@ -82,6 +82,15 @@ class Wording:
         """As the page opens, its words in the request's language (not queued: text only, no model); the components
         made without keys are adopted first (`adopt`)."""
         self.adopt(demo)
+        # the page's language for its own scripts too (<html lang>): the page's sampler speaks in it
+        # (web/src/sampler.js), and a screen reader reads the page in it
+        spoken = gr.Textbox(value=LANGUAGES[0], visible=False)
+
         def opened(request: gr.Request):
-            return self.updates(language(request))
-        demo.load(opened, None, [component for component, _ in self.worded], queue=False, api_visibility="private")
+            lang = language(request)
+            return self.updates(lang) + [lang]
+        demo.load(opened, None, [component for component, _ in self.worded] + [spoken], queue=False,
+                  api_visibility="private").then(None, spoken, None, js=SET_PAGE_LANGUAGE)
+
+
+SET_PAGE_LANGUAGE = "(lang) => { document.documentElement.lang = lang; }"

@@ -29,6 +29,8 @@ export const escapeHTML = (s) => s.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<"
 
 // Python's f"{x:g}" for a slider's value (0.8 → "0.8", 1.0 → "1")
 const g = (x) => String(Number(Number(x).toPrecision(6)));
+// a catalogue's sentence with its {fields} filled (as Python's str.format does with names)
+export const fill = (template, fields) => template.replace(/\{(\w+)\}/g, (blank, name) => String(fields[name]));
 
 // A bars figure as the server sent it → {traces, layout} to draw the page's own numbers with, or null
 export function barsTemplate(plot) {
@@ -51,9 +53,15 @@ export function weighed(logits, after, drawn = null) {
 }
 
 // next-token logits (V) and the sampling settings → the server's bars figure, drawn on `template`
-export function nextTokenBars(template, logits, piece, temperature, topK, topP) {
-  return candidateBars(template, weighed(logits, nextTokenProbs(logits, temperature, topK, topP)), piece,
-                       { temperature, top_k: topK, top_p: topP });
+// `title`: the server's title in the page's language, {temperature} {top_k} {top_p} {kept} to fill
+// (browser_model.sampler_words' bars: next_token_bars' words)
+export function nextTokenBars(template, logits, piece, temperature, topK, topP, title) {
+  const weighedUp = weighed(logits, nextTokenProbs(logits, temperature, topK, topP));
+  const figure = candidateBars(template, weighedUp, piece, { temperature, top_k: topK, top_p: topP });
+  const { kept } = weighedUp;
+  figure.layout.title.text = fill(kept === 1 ? title.next_one : title.next,
+                                  { temperature: g(temperature), top_k: topK || title.off, top_p: g(topP), kept });
+  return figure;
 }
 
 // weighed candidates → next_token_bars' figure on `template` ({traces, layout}: the server's last bars, or the

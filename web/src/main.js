@@ -6,7 +6,8 @@
 //   forward(ids)   → Promise of {logits: Float32Array(T·V), attention: Float32Array(L·H·T·T), T, V, L, H}
 //   sampler   the Sample tab's sampler while the page's model runs it (sampler.js), else absent
 import { RemoteModel } from "./remote.js";
-import { Sampler } from "./sampler.js";
+import { fill } from "./figures.js";
+import { Sampler, said } from "./sampler.js";
 import { Tokenizer } from "./tokenizer.js";
 import { verify } from "./verify.js";
 
@@ -50,14 +51,14 @@ window.toyvizMount = async function mount(element) {
   if (toyviz.mounted) return;
   toyviz.mounted = true;
   const line = element.querySelector(".tv-backend");
-  line.textContent = "Loading the model into your browser… until it is ready, the server samples.";
+  const settings = JSON.parse(line.dataset.settings), text = () => said(settings).text;
+  line.textContent = text().loading;
   if ((await toyviz.ready) === "browser") {
-    toyviz.sampler = new Sampler(JSON.parse(line.dataset.settings), toyviz.model, toyviz.tokenizer);
+    toyviz.sampler = new Sampler(settings, toyviz.model, toyviz.tokenizer);
     toyviz.shownAt = performance.now();
-    line.textContent = `The sampler runs in your browser: its controls send nothing to the server (ready in ` +
-      `${(toyviz.readyAt / 1000).toFixed(1)} s${toyviz.model.loaded.cached ? " from the cache" : ""}, weights sha256 ` +
-      `${toyviz.model.loaded.checked}; a steered generation runs on the server).`;
+    line.textContent = fill(text().in_browser, { seconds: (toyviz.readyAt / 1000).toFixed(1),
+      cached: toyviz.model.loaded.cached ? text().from_cache : "", sha: toyviz.model.loaded.checked });
   } else {
-    line.textContent = `The sampler runs on the server: the model could not load in this browser (${toyviz.reason}).`;
+    line.textContent = fill(text().on_server, { why: toyviz.reason });
   }
 };

@@ -8,8 +8,14 @@
 // A run keeps each token's candidates, so that a click on a token shows them and branches from one
 // (branches.js: the runs' tree, the candidates' and the attention's figures).
 import { ATTEND_PROMPT, Branches } from "./branches.js";
-import { barsTemplate, nextTokenBars, probabilitySpan, weighed } from "./figures.js";
+import { barsTemplate, fill, nextTokenBars, probabilitySpan, weighed } from "./figures.js";
 import { draw, nextTokenProbs, random } from "./sampling.js";
+
+// the settings' words in the page's language (browser_model.sampler_settings: each language's), English before
+// the page has said its own
+export function said(settings) {
+  return settings.said[document.documentElement.lang] ?? settings.said.en;
+}
 
 // thrown from an event's page-side part to end it before its server part (Gradio has no other way)
 const ANSWERED = "answered in the page";
@@ -25,6 +31,9 @@ export class Sampler {
     const sliders = this.sliders();
     if (sliders) this.redraw(this.prompt()?.value, sliders);   // the prompt's attention (its bars are the server's)
   }
+
+  // what the server would say, in the page's language (<html lang>, set as the page opens: toyviz.app.wording)
+  said() { return said(this.settings); }
 
   // Gradio's event `action` with its inputs' values → [] to let the server answer, or throws once answered here
   take(action, values) {
@@ -61,7 +70,7 @@ export class Sampler {
     const out = {};
     let note = "";
     for (const [name, value] of Object.entries(values)) {
-      const [low, high] = this.settings.ranges[name], words = this.settings.words[name];
+      const [low, high] = this.settings.ranges[name], words = this.said().words[name];
       const number = value === null || value === "" ? NaN : Number(value);
       if (!Number.isFinite(number)) return null;
       let settled = Math.min(Math.max(number, low), high);
@@ -92,7 +101,7 @@ export class Sampler {
 
   // the server's refusal of an empty prompt, in the same places: the note, the bars, the generated text
   refuse() {
-    const { note, figure } = this.settings.empty;
+    const { note, figure } = this.said().empty;
     setNote(note);
     setGenerated("");
     const plot = this.plot("bars-plot");
@@ -136,7 +145,8 @@ export class Sampler {
     const plot = this.plot("bars-plot");
     this.template = barsTemplate(plot) ?? this.template;        // the server's last bars: theme, sizes
     if (!plot || !this.template) return;
-    const figure = nextTokenBars(this.template, logits, (id) => this.tokenizer.piece(id), temperature, topK, topP);
+    const figure = nextTokenBars(this.template, logits, (id) => this.tokenizer.piece(id), temperature, topK, topP,
+                                 this.said().bars);
     const names = figure.data[0].y, title = { "title.text": figure.layout.title.text };
     plot.layout.meta = figure.layout.meta;                       // read only by a download: no redraw
     if (this.shownBars === plot.data && names.every((name, i) => name === plot.data[0].y[i])) {
@@ -165,7 +175,7 @@ export class Sampler {
   tokens(text) { return [this.tokenizer.bos, ...this.tokenizer.encode(text)]; }
 
   // the server's note of a prompt cut to the context (toyviz.settings.controls.context_note), or ""
-  cut(which, kept, dropped) { return dropped > 0 ? fill(this.settings.cut[which], { kept, dropped }) : ""; }
+  cut(which, kept, dropped) { return dropped > 0 ? fill(this.said().cut[which], { kept, dropped }) : ""; }
 
   // generates a run's or a branch's tokens (branches.js) after the prompt and those it has, up to max new
   // tokens in all, with the run's settings and the node's seed; each token's candidates are kept
@@ -173,7 +183,7 @@ export class Sampler {
     const { prompt, settings } = this.branches;
     const button = document.querySelector("#generate");
     this.running = true; this.stopped = false;
-    button.disabled = true; button.textContent = "Generating… (Stop ends it)";
+    button.disabled = true; button.textContent = this.said().text.busy;
     setNote(this.note ?? "");                                    // the run's (a branch keeps its run's)
     const tokensPlot = document.querySelector("#generated-plot");
     if (tokensPlot) tokensPlot.hidden = true;                   // the server's last run's figure is not this one's
@@ -203,11 +213,11 @@ export class Sampler {
         await yieldToPage();          // Stop's click and the paint get in between two tokens
       }
     } catch (error) {
-      setNote(`⚠ Generation failed in the browser: ${error.message}`);
+      setNote(fill(this.said().text.failed, { error: error.message }));
       throw error;
     } finally {
       steps.return();                 // not awaited: it waits for a step under way
-      this.running = false; button.disabled = false; button.textContent = "Generate";
+      this.running = false; button.disabled = false; button.textContent = this.said().text.button;
     }
     this.showText(node.spans);
     this.branches.drawTree();         // the entry's text, now that it is written
@@ -233,8 +243,6 @@ export class Sampler {
   }
 }
 
-// the server's words with their blanks ({value}, {kept}…) filled in
-const fill = (template, fields) => template.replace(/\{(\w+)\}/g, (blank, name) => String(fields[name]));
 // a number as the server's notes write it (toyviz.settings.controls.written): 2 not 2.0, 1e+30, six digits
 const written = (x) => (Number.isInteger(x) && Math.abs(x) < 1e16 ? String(x) : String(Number(x.toPrecision(6))));
 
