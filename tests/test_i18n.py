@@ -338,3 +338,14 @@ def test_a_number_past_its_range_is_noted_and_refused_in_spanish():
     assert str(err.value) == "layer must be a whole number from 0 to 3, not 'abc'"
     assert controls.settle("feature", -5, high=10)[1] == ("feature -5 is below the first, -1 (the prompt's strongest): "
                                                          "showing -1. ")
+
+
+def test_the_experiments_sentences_are_spanish(shipped):
+    from toyviz.app.figures import experiments
+    results = shipped.experiment_results()
+    english = experiments.describe(results)
+    with i18n.speaking("es"):
+        spanish = experiments.describe(results)
+    assert english.startswith("Seed-to-seed spread of the baseline") and spanish.startswith("Dispersión entre semillas")
+    assert "rope (posiciones rotatorias en q y k):" in spanish and "frente a" in spanish
+    assert english.count("\n\n") == spanish.count("\n\n")

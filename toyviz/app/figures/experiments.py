@@ -8,7 +8,7 @@ import zlib
 
 import plotly.graph_objects as go
 
-from toyviz.i18n import t
+from toyviz.i18n import LANGUAGES, catalogue, t
 from toyviz.app.figures import PROJECTOR_SCALE, figure, message, style
 
 SEEDS = ("baseline", "baseline_seed2")
@@ -153,6 +153,13 @@ def no_mask_bars(results: dict, *, projector: bool = False) -> go.Figure:
                  filename="toyviz-experiments-no-mask", projector=projector)
 
 
+def differs(name: str, english: str) -> str:
+    """What a variant changes (results.json's English, toyviz.training.variants) in the event's language: the
+    catalogues' entry where its English is the results' (results written by another version keep their words)."""
+    key = f"figures.experiments.differs.{name}"
+    return t(key) if catalogue(LANGUAGES[0]).get(key) == english else english
+
+
 def describe(results: dict, variants=None) -> str:
     """Sentences stated from the measurements (not from the course material), about the variants
     ticked (default: all); the baseline's seed spread always, since every comparison needs it."""
@@ -161,26 +168,22 @@ def describe(results: dict, variants=None) -> str:
     lines = []
     spread = _spread(results)
     if spread:
-        lines.append(f"Seed-to-seed spread of the baseline: {spread[1] - spread[0]:.3f} bits/char; "
-                     "differences smaller than that are noise.")
+        lines.append(t("figures.experiments.says.spread", spread=f"{spread[1] - spread[0]:.3f}"))
     base = v.get("baseline", {}).get("val_bits_per_char")
     for name in ("learned_pe", "rope", "no_pe", "swiglu", "post_norm"):
         if name in v and base is not None:
             delta = v[name]["val_bits_per_char"] - base
-            verdict = "within the seed spread" if spread and abs(delta) <= spread[1] - spread[0] else (
-                "better" if delta < 0 else "worse")
-            lines.append(f"{name} ({v[name]['differs']}): {v[name]['val_bits_per_char']:.3f} vs baseline {base:.3f} "
-                         f"({delta:+.3f}, {verdict}).")
+            verdict = "within" if spread and abs(delta) <= spread[1] - spread[0] else ("better" if delta < 0 else "worse")
+            lines.append(t("figures.experiments.says.variant", name=name, differs=differs(name, v[name]["differs"]),
+                           value=f"{v[name]['val_bits_per_char']:.3f}", base=f"{base:.3f}", delta=f"{delta:+.3f}",
+                           verdict=t(f"figures.experiments.says.{verdict}")))
     ext = {n: v[n]["extrapolation"] for n in ("baseline", "rope") if n in v and "extrapolation" in v[n]}
     if len(ext) == 2 and ext["rope"].get("4x") is not None and ext["baseline"].get("4x") is not None:
         better = ext["rope"]["4x"] < ext["baseline"]["4x"]
-        lines.append(f"At 4× the trained context RoPE scores {ext['rope']['4x']:.3f} and sinusoidal "
-                     f"{ext['baseline']['4x']:.3f}: here RoPE {'does' if better else 'does not'} extrapolate better"
-                     + ("" if better else " — both see relative offsets they were never trained on, and a small model "
-                        "trained on short windows learns nothing about them") + ".")
+        lines.append(t("figures.experiments.says.rope_better" if better else "figures.experiments.says.rope_not_better",
+                       rope=f"{ext['rope']['4x']:.3f}", sinusoidal=f"{ext['baseline']['4x']:.3f}"))
     if "no_causal_mask" in v:
         r = v["no_causal_mask"]
-        lines.append(f"Without the mask the training loss collapses ({r['val_bits_per_char_as_trained']:.3f} bits/char "
-                     f"as trained) because each position can read the token it predicts; scored honestly, with only "
-                     f"the past visible, it reaches {r['val_bits_per_char']:.3f}.")
+        lines.append(t("figures.experiments.says.no_mask", as_trained=f"{r['val_bits_per_char_as_trained']:.3f}",
+                       honest=f"{r['val_bits_per_char']:.3f}"))
     return "\n\n".join(lines)

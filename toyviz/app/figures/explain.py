@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from toyviz.i18n import t
 from toyviz.app.figures import (figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, tokens_per_row,
                visible)
+from toyviz.app.figures.residual import stream_name
 from toyviz.interpret.explain import Components, Patching, Saliency, Why
 
 HELPED, HURT = "#2166ac", "#b2182b"          # blue: raised the token; red: lowered it (as in the Residual tab)
@@ -65,7 +66,7 @@ def lens_figure(w: Why, *, projector: bool = False) -> go.Figure:
     """The chosen token's probability if the model stopped after each layer (logit lens), with its
     rank written on each bar: where in depth the answer appears."""
     ranks = [t("figures.why.rank", rank=r + 1) for r in w.lens_rank]
-    fig = figure(go.Bar(x=w.lens_names, y=w.lens_probability, text=ranks, textposition="outside",
+    fig = figure(go.Bar(x=[stream_name(n) for n in w.lens_names], y=w.lens_probability, text=ranks, textposition="outside",
                         marker_color=[HELPED if r == 0 else "#9ecae1" for r in w.lens_rank],
                         hovertemplate="%{x}: p = %{y:.3f}, %{text}<extra></extra>"))
     fig.update_layout(yaxis=dict(title_text="p(token)", range=[0, 1.15]), xaxis_title_text=t("figures.residual.read_after"))

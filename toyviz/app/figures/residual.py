@@ -55,6 +55,12 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
                  filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
 
 
+def stream_name(name: str) -> str:
+    """A logit lens's row ("embed", "after layer 2": toyviz.interpret.readout) in the event's language."""
+    layer = name.removeprefix("after layer ")
+    return t("figures.residual.after_layer", layer=layer) if layer != name and layer.isdigit() else name
+
+
 READABLE_CHARS = 5    # a cell that holds fewer shows "␣…": then the positions go down the rows
 ROWS_AT_MOST = 64     # … as long as the figure stays a page tall (longer prompts: the hover alone)
 
@@ -67,6 +73,7 @@ def logit_lens(trace: Trace, lens: tuple[list[str], np.ndarray, np.ndarray], pie
     a token. The positions run across while a cell can show its token, else (a projector, a longer
     prompt) down."""
     names, top, prob = lens
+    names = [stream_name(n) for n in names]
     text = [[visible(piece(int(i))) for i in row] for row in top]
     positions = token_labels(trace.tokens)
     down = cell_chars(len(positions), projector) < READABLE_CHARS and len(positions) <= ROWS_AT_MOST
