@@ -97,6 +97,7 @@ def test_the_pages_words_are_said_again_in_spanish(served):
     assert worded[ui.tab_watch]["label"] == "Míralo aprender"
     assert worded[ui.run]["value"] == "Explorar" and worded[ui.projector]["label"] == "Modo proyector"
     assert ("codificador del traductor", "encoder") in worded[ui.model]["choices"]
+    assert worded[ui.register]["choices"] == [("hoy", "today"), ("la Biblia de 1909", "1909")]
     assert worded[ui.language_button]["value"] == "English"
     assert all(update is gr.skip() or update == gr.skip() for update in ui.say.updates("en"))
     assert ui.tab_attention.label == "Attention" and ui.language_button.value == "Español"   # built in English
