@@ -42,9 +42,10 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         # the paper scales embeddings by √d_model so the fixed ±1 sinusoids don't drown the tokens
         self.embed_scale = math.sqrt(c.d_model) if c.positional == "sinusoidal" else 1.0
         self.drop = nn.Dropout(c.dropout)
-        if c.positional == "rope":      # every position's rotation, once: a pass reads its rows
-            table = rotation(rope_angles(torch.arange(c.context), c.rotary_dims, c.rope_base), c.d_head)
-            self.register_buffer("rope_table", table, persistent=False)  # (context, hs/2, 2), not in checkpoints
+        if c.positional == "rope":      # every position's rotation, once: a pass reads its rows, a trace its angles
+            angles = rope_angles(torch.arange(c.context), c.rotary_dims, c.rope_base)          # (context, r/2)
+            self.register_buffer("rope_angle_table", angles, persistent=False)                # not in checkpoints
+            self.register_buffer("rope_table", rotation(angles, c.d_head), persistent=False)  # (context, hs/2, 2)
         self.blocks = nn.ModuleList(
             Block(c.d_model, c.n_head, c.d_ff, c.feed_forward, c.norm, bias=c.bias, dropout=c.dropout,
                   norm_kind=c.norm_kind, norm_eps=c.norm_eps, parallel=c.parallel, n_kv_head=c.n_kv_head)
@@ -83,8 +84,9 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
     def positions(self, T: int, offset: int | torch.Tensor = 0, device=None) -> torch.Tensor:
         """The positions of T new tokens after `offset` earlier ones: (T,), or (B, T) for an offset (B,)
         per row (streams decoded together)."""
-        positions = torch.arange(T, device=device)
-        return positions + (offset[:, None] if torch.is_tensor(offset) else offset)
+        if torch.is_tensor(offset):
+            return torch.arange(T, device=device) + offset[:, None]
+        return torch.arange(offset, offset + T, device=device)
 
     def embed(self, idx, offset: int | torch.Tensor = 0, hooks=None):
         """idx (B, T) at positions offset, offset+1, … → the stream entering block 0 (B, T, C) and the
@@ -147,10 +149,14 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
         causal = self.config.causal if causal is None else causal
         record = Record(passing=("scores", "hidden"))     # PerHead computes the scores when read; no view reads hidden
         idx = torch.tensor([ids], dtype=torch.long, device=self.tok_emb.weight.device)
-        logits, _ = self.forward(idx, causal=causal, hooks=chain(ablation(ablate), record))
+        logits, _ = self.forward(idx, causal=causal, hooks=chain(ablation(ablate), record) if ablate else record)
         seen = Recorded(record.values, self.blocks, self.config.norm == "pre")
         layers = range(self.config.n_layer)
         positions = self.positions(len(ids), device=idx.device)
+        angles = None                                     # RoPE's: rows of the model's table (computed past it)
+        if self.config.positional == "rope":
+            angles = self.rope_angle_table[:len(ids)] if len(ids) <= len(self.rope_angle_table) else \
+                rope_angles(positions, self.config.rotary_dims, self.config.rope_base)
         return Trace(
             tokens=pieces(ids), token_ids=list(ids), positional=self.positional(positions),
             attention=seen.stacked(layers, "pattern"), per_head=PerHead(seen, layers),
@@ -158,9 +164,7 @@ class ToyGPT(nn.Module, PyTorchModelHubMixin, library_name="toyviz", license="mi
             residual_parts=seen.writes(), residual_final=seen[names.FINAL],
             layernorms=seen.norms(self.ln_f), logits=logits[0], causal=causal,
             ablated={names.parse(attention): heads for attention, heads in (ablate or {}).items()},
-            truncated=truncated,
-            rope_angles=rope_angles(positions, self.config.rotary_dims, self.config.rope_base)
-            if self.config.positional == "rope" else None)
+            truncated=truncated, rope_angles=angles)
 
     @torch.no_grad()
     def generate_ids(self, ids: list[int], max_new_tokens: int, *, temperature: float = 1.0,

@@ -308,11 +308,12 @@ class MultiHeadAttention(nn.Module):
             scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head))
             return scores if mask is None else scores.add_(mask)
         # one batched matmul that scales as it goes, reading q and k where they lie (matmul would copy them)
-        q3, k3 = q.flatten(0, -3), k.flatten(0, -3)                      # (B·nh, T, hs)
-        shape = (q3.shape[0], q3.shape[1], k3.shape[1])
-        start, beta = (q3.new_empty(shape), 0) if mask is None else (mask[0].expand(shape).clone(), 1)
-        return start.baddbmm_(q3, k3.transpose(1, 2), beta=beta, alpha=1 / math.sqrt(self.d_head)).view(
-            *q.shape[:-1], k3.shape[1])
+        q3, kt3, alpha = q.flatten(0, -3), k.flatten(0, -3).transpose(1, 2), 1 / math.sqrt(self.d_head)
+        if mask is None:                                                  # beta=0: the empty start is never read
+            scores = q3.new_empty(q3.shape[0], q3.shape[1], kt3.shape[2]).baddbmm_(q3, kt3, beta=0, alpha=alpha)
+        else:                                                             # the mask, broadcast over the heads
+            scores = torch.baddbmm(mask[0], q3, kt3, alpha=alpha)         # (B·nh, Tq, Tk)
+        return scores.view(*q.shape[:-1], kt3.shape[2])
 
 
 class FeedForward(nn.Module):

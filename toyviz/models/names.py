@@ -185,8 +185,10 @@ def norm(layer: int, which: str) -> Name:
     return _made("", layer, which)
 
 
+@functools.lru_cache(maxsize=4096)
 def part(name: str, point: str) -> Name:
-    """A point of a component: part(attn(1), "pattern") → "block1.attn.pattern"."""
+    """A point of a component: part(attn(1), "pattern") → "block1.attn.pattern" (cached: a traced forward
+    asks ~50 times)."""
     name = parse(name)
     return _made(name.stack, name.layer, name.component, point)
 

@@ -9,6 +9,7 @@ keeps references (detached) to tensors the forward pass made anyway.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from collections.abc import Mapping
@@ -32,14 +33,19 @@ class Recorded:
     scale); `prefix`: the stack's names.ENCODER or names.DECODER in the translator."""
 
     def __init__(self, values: dict[str, torch.Tensor], blocks, pre_norm: bool, prefix: str = ""):
-        self.values, self.blocks, self.pre_norm, self.prefix = values, blocks, pre_norm, prefix
+        # the blocks as a list: a ModuleList's index costs microseconds, and a trace reads it ~30 times
+        self.values, self.blocks, self.pre_norm, self.prefix = values, list(blocks), pre_norm, prefix
+
+    def batched(self, name: str) -> torch.Tensor:
+        """The point's tensor as recorded, (1, …)."""
+        return self.values[names.in_stack(self.prefix, name) if self.prefix else name]
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        return self.values[names.in_stack(self.prefix, name)][0]
+        return self.batched(name)[0]
 
     def stacked(self, layers, part: str, attention=names.attn) -> torch.Tensor:
-        """[L, ...] one attention point ("pattern", "q", …) of every layer."""
-        return torch.stack([self[names.part(attention(i), part)] for i in layers])
+        """[L, ...] one attention point ("pattern", "q", …) of every layer (one cat of the (1, …) tensors)."""
+        return torch.cat([self.batched(names.part(attention(i), part)) for i in layers])
 
     def attn_bias(self, layers) -> torch.Tensor:
         """[L, C] W_O's bias of every layer's attention (zeros if it has none)."""
@@ -48,20 +54,22 @@ class Recorded:
 
     def attn_inputs(self, layers) -> torch.Tensor:
         """[L, T, C] what each self-attention read: its norm's output (pre-norm) or the stream (post-norm)."""
-        return torch.stack([self[names.norm(i, "ln1")] if self.pre_norm else self[names.resid_pre(i)]
-                            for i in layers])
+        return torch.cat([self.batched(names.norm(i, "ln1") if self.pre_norm else names.resid_pre(i)) for i in layers])
 
-    def _sublayers(self, i: int):
-        """(write, norm) of block i's sub-layers, in forward order."""
-        kinds = [("attn", "ln1")] + ([("cross", "ln_cross")] if self.blocks[i].cross is not None else [])
-        return [(getattr(names, kind)(i), names.norm(i, norm)) for kind, norm in kinds + [("mlp", "ln2")]]
+    @functools.cached_property
+    def sublayers(self) -> list[list[tuple[names.Name, names.Name]]]:
+        """(write, norm) of each block's sub-layers, in forward order."""
+        def of(i: int, block):
+            kinds = [("attn", "ln1")] + ([("cross", "ln_cross")] if block.cross is not None else [])
+            return [(getattr(names, kind)(i), names.norm(i, norm)) for kind, norm in kinds + [("mlp", "ln2")]]
+        return [of(i, block) for i, block in enumerate(self.blocks)]
 
     def writes(self) -> dict[str, torch.Tensor]:
         """Residual writes in the order they happened: "embed", "block0.attn", ("block0.ln1.change" under
         post-norm) …"""
         parts = {names.EMBED: self[names.EMBED]}
-        for i in range(len(self.blocks)):
-            for write, norm in self._sublayers(i):
+        for sublayers in self.sublayers:
+            for write, norm in sublayers:
                 parts[write] = self[write]
                 if not self.pre_norm:                   # the change the norm after the add made to the stream
                     parts[names.post_norm(write)] = self[norm] - self[names.norm_input(norm)]
@@ -69,8 +77,8 @@ class Recorded:
 
     def norms(self, final_norm=None) -> dict[str, NormStats]:
         """Every LayerNorm's input, output, statistics and parameters, by name (prefix included)."""
-        modules = [(norm, getattr(self.blocks[i], norm.component))
-                   for i in range(len(self.blocks)) for _, norm in self._sublayers(i)]
+        modules = [(norm, getattr(block, norm.component))
+                   for block, sublayers in zip(self.blocks, self.sublayers) for _, norm in sublayers]
         if final_norm is not None:
             modules.append((names.LN_F, final_norm))
         return {names.in_stack(self.prefix, name): NormStats(module, self[names.norm_input(name)], self[name])
@@ -83,47 +91,51 @@ class PerHead:
     or one kind, and assembling them all at once cost about a sixth of a traced forward (benchmarks.core),
     so it waits for a reader, as TransformerLens's cache stacks on demand. The scores before the mask
     are computed when first read, by the layer's attention from the q and k it recorded (the same call on
-    the same tensors as in the pass: the same numbers), so a traced pass neither makes nor keeps them."""
+    the same tensors as in the pass: the same numbers), so a traced pass neither makes nor keeps them.
+    Building one does no tensor work: it keeps the recorded (1, H, …) tensors as they are."""
 
     RECORDED = ("q", "k", "v", "heads")                   # as the model computed them, per layer
     KINDS = RECORDED + ("scores", "writes")                # writes: each head's output through its slice of W_O
 
     def __init__(self, seen: Recorded, layers):
         self.n_layer = len(layers)
-        self.per_layer = {kind: [seen[names.part(names.attn(i), kind)] for i in layers] for kind in self.RECORDED}
+        # {kind: [(1, H, …) per layer]}: batch row 0 taken when read
+        self.per_layer = {kind: [seen.batched(names.part(names.attn(i), kind)) for i in layers]
+                          for kind in self.RECORDED}
         self.attention = [seen.blocks[i].attn for i in layers]
-        self.w_o = [w_o_of_heads(attn) for attn in self.attention]
         self.stacked, self.lock = {}, threading.Lock()       # one stacking a kind, many threads reading
 
     def layer(self, kind: str, i: int) -> torch.Tensor:
         """[H, …] one layer's, stacking nothing ("writes": each head's output through its slice of W_O)."""
-        if kind in ("scores", "writes"):
-            stacked = self.stacked.get(kind)
-            if stacked is not None:
-                return stacked[i]
-            if kind == "scores":
-                q, k = self.per_layer["q"][i], self.per_layer["k"][i]
-                return self.attention[i].scores(q[None], k[None])[0]
-            return head_writes(self.per_layer["heads"][i], self.w_o[i])
-        return self.per_layer[kind][i]
+        stacked = self.stacked.get(kind)
+        if stacked is not None:
+            return stacked[i]
+        if kind == "scores":
+            q, k = self.per_layer["q"][i], self.per_layer["k"][i]
+            return self.attention[i].scores(q, k)[0]
+        if kind == "writes":
+            return head_writes(self.per_layer["heads"][i][0], w_o_of_heads(self.attention[i]))
+        return self.per_layer[kind][i][0]
 
     def __getitem__(self, kind: str) -> torch.Tensor:
         """[L, H, …] every layer's; the per-layer tensors then become views of it (held once)."""
         with self.lock:
             if kind not in self.stacked:
-                stacked = torch.stack([self.layer(kind, i) for i in range(self.n_layer)])
+                if kind in self.RECORDED:                  # one cat of the (1, H, …) tensors
+                    stacked = torch.cat(self.per_layer[kind])
+                    self.per_layer[kind] = list(stacked.split(1))
+                else:
+                    stacked = torch.stack([self.layer(kind, i) for i in range(self.n_layer)])
                 self.stacked[kind] = stacked
-                if kind in self.RECORDED:
-                    self.per_layer[kind] = list(stacked.unbind(0))
             return self.stacked[kind]
 
     @property
     def nbytes(self) -> int:
         """Bytes it holds once every kind has been read (what a cache should budget for, toyviz.serving.memory)."""
         held = sum(t.nelement() * t.element_size() for tensors in self.per_layer.values() for t in tensors)
-        heads = self.per_layer["heads"][0]                  # (H, T, hs) → writes (H, T, C), scores (H, T, T)
+        heads = self.per_layer["heads"][0][0]               # (H, T, hs) → writes (H, T, C), scores (H, T, T)
         H, T = heads.shape[:2]
-        return held + self.n_layer * H * T * (self.w_o[0].shape[0] + T) * heads.element_size()
+        return held + self.n_layer * H * T * (self.attention[0].o.weight.shape[0] + T) * heads.element_size()
 
 
 def w_o_of_heads(attn) -> torch.Tensor:
@@ -149,11 +161,14 @@ class NormStats(Mapping):
     def __init__(self, module: torch.nn.LayerNorm | torch.nn.RMSNorm, x: torch.Tensor, out: torch.Tensor):
         self.module, self.stats = module, None           # stats: {"mean", "std"} once read
         self.centres = not isinstance(module, torch.nn.RMSNorm)
-        bias = getattr(module, "bias", None)
-        self.held = {"input": x, "output": out, "weight": module.weight.detach(),
-                     "bias": bias.detach() if bias is not None else torch.zeros_like(module.weight)}
+        self.held = {"input": x, "output": out}          # γ and β: the module's own, read when asked
 
     def __getitem__(self, key: str) -> torch.Tensor:
+        if key == "weight":
+            return self.module.weight.detach()
+        if key == "bias":
+            bias = getattr(self.module, "bias", None)
+            return bias.detach() if bias is not None else torch.zeros_like(self.module.weight)
         if key not in ("mean", "std"):
             return self.held[key]
         if self.stats is None and not self.centres:      # RMSNorm: nothing subtracted, divided by the rms
@@ -177,7 +192,7 @@ class NormStats(Mapping):
     def nbytes(self) -> int:
         """Bytes it holds once the statistics were read (what a cache should budget for)."""
         x = self.held["input"]
-        held = sum(self.held[key].nbytes for key in ("input", "output", "weight", "bias"))
+        held = sum(self[key].nbytes for key in ("input", "output", "weight", "bias"))
         return held + 2 * x[..., 0].nelement() * x.element_size()
 
 
