@@ -1,6 +1,7 @@
 """The `toyviz` command (toyviz.cli): every subcommand listed and documented, a real job run through it, a user's
 mistake one line and exit status 2; and `toyviz serve`'s quick front door (toyviz.app.serve): the page answers
 before the warm-up has drawn a single tab, its tabs computed meanwhile."""
+import os
 import subprocess
 import sys
 import threading
@@ -138,3 +139,29 @@ def test_before_a_worker_is_up_a_tab_is_computed_in_the_server(tiny_checkpoints)
                                                                                "gpt")]
     finally:
         workers.close()
+
+
+def test_the_app_imports_gradio_without_writing_type_stubs(tmp_path):
+    """toyviz.app, imported before Gradio, has Gradio's import skip the `.pyi` stubs it writes for every component
+    class (toyviz.serving.gradio_import: half of `import gradio`'s CPU before `toyviz serve` answers); its components
+    are made as before, and one defined in a module of ours writes no stub beside it."""
+    (tmp_path / "made_here.py").write_text(
+        "import gradio as gr\n\nclass Made(gr.Textbox):\n    EVENTS = gr.Textbox.EVENTS\n")
+    script = ("import sys; import toyviz.app; import gradio as gr; import gradio.component_meta as meta\n"
+              "from toyviz.serving import gradio_import\n"
+              "assert meta.create_or_modify_pyi is gradio_import._no_stub\n"
+              "assert not any(isinstance(f, gradio_import._SkipStubs) for f in sys.meta_path)   # gone once done\n"
+              "assert gradio_import.skip_stubs()\n"
+              "import made_here; made_here.Made(value='still made'); gr.Plot(); print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"})
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
+    assert not (tmp_path / "made_here.pyi").exists()
+
+
+def test_skipping_stubs_is_refused_once_gradio_made_its_components():
+    """Gradio imported before toyviz.app (its classes made, their stubs written): skip_stubs says it came too late."""
+    script = ("import gradio; from toyviz.serving.gradio_import import skip_stubs\n"
+              "print(skip_stubs())\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
