@@ -23,7 +23,7 @@ from toyviz.app import widgets  # noqa: E402
 from toyviz.app.views.inside import inside_view  # noqa: E402
 from toyviz.app.views.size import size_view  # noqa: E402
 from toyviz.app.explorer import Explorer  # noqa: E402
-from toyviz.app.figures import attention as attention_figs  # noqa: E402
+from toyviz.app.figures import inside as inside_figs  # noqa: E402
 from toyviz.errors import UserError  # noqa: E402
 
 OURS = re.compile(r"Something went wrong on our side \(id ([0-9a-f]{6})\)")
@@ -43,7 +43,7 @@ def buggy_head_steps(*args, **kwargs):
 @pytest.fixture
 def buggy_renderer(explorer, monkeypatch):
     """The Inside-a-head renderer with a bug in one of its figures, bound as app.py binds it."""
-    monkeypatch.setattr(attention_figs, "head_steps", buggy_head_steps)
+    monkeypatch.setattr(inside_figs, "head_steps", buggy_head_steps)
     return widgets.friendly(functools.partial(inside_view, explorer))
 
 
@@ -149,7 +149,7 @@ def test_through_http_a_fault_is_ours_and_a_mistake_is_the_callers(explorer, mon
         call = lambda *args: client.submit(*args, api_name="/inside").result(timeout=120)
         note = call("To be, or not to be", 0, 0, -1, "dream", False)[0]
         assert "Something went wrong" not in note                       # it answers before the bug is put in
-        monkeypatch.setattr(attention_figs, "head_steps", buggy_head_steps)
+        monkeypatch.setattr(inside_figs, "head_steps", buggy_head_steps)
         with pytest.raises(AppError) as raised:         # a view not drawn before (a drawn one is kept: app.drawn)
             call("To be, or not to be, that is", 0, 0, -1, "dream", False)
         assert OURS.search(str(raised.value)) and BUG not in str(raised.value)

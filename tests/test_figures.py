@@ -11,7 +11,7 @@ from toyviz.interpret import readout
 from toyviz.api import GPT
 from toyviz.models.config import GPTConfig
 from toyviz.app.figures import CELL_FONT, MASK_GREY, PROJECTOR_SCALE, cell_chars, cell_text, config_for, token_labels, visible
-from toyviz.app.figures import attention, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
+from toyviz.app.figures import attention, inside, layernorm, model as model_figs, positional, residual, sampling, tokens, translation
 from toyviz.models.gpt import ToyGPT
 from toyviz.interpret.heads import label_heads
 from toyviz.models.layers import ENCODING_VARIANTS, sinusoidal_encoding
@@ -65,7 +65,7 @@ def test_projector_mode_enlarges_text_and_height(trace):
     grid_small, grid_large = (attention.attention_grid(trace, projector=p) for p in (False, True))
     shown = lambda fig: fig.layout.annotations[0].font.size or fig.layout.template.layout.annotationdefaults.font.size
     assert shown(grid_large) >= 1.6 * shown(grid_small)                 # panel titles follow the template
-    steps_small, steps_large = (attention.head_steps(trace, 0, 0, 2, projector=p) for p in (False, True))
+    steps_small, steps_large = (inside.head_steps(trace, 0, 0, 2, projector=p) for p in (False, True))
     assert steps_small.layout.annotations[0].font.size is None            # not make_subplots' own 16 px
     assert shown(steps_large) >= 1.6 * shown(steps_small)
     assert PROJECTOR_SCALE >= 1.6
@@ -123,14 +123,14 @@ def test_model_encoding_for_every_positional_kind(gpt_tokenizer, kind):
         assert z(fig).shape == (T, 32) and list(fig.data[0].y) == token_labels(tr.tokens)
     elif kind == "rope":
         assert z(fig).shape == (T, gpt.config.d_head // 2) and "RoPE" in title(fig)
-        steps = attention.head_steps(tr, 0, 0, 3)          # q and k are shown rotated, with the angles
+        steps = inside.head_steps(tr, 0, 0, 3)          # q and k are shown rotated, with the angles
         captions = [a.text for a in steps.layout.annotations]
         assert "rotated 3.00 … " in captions[1] and "rotated by position" in captions[2]
         assert tr.rope_angles.shape == (T, gpt.config.d_head // 2) and tr.rope_angles[3, 0] == 3.0
     else:
         assert not fig.data and "No positional" in title(fig)
     if kind != "rope":
-        assert tr.rope_angles is None and "rotated" not in attention.head_steps(tr, 0, 0, 3).layout.annotations[1].text
+        assert tr.rope_angles is None and "rotated" not in inside.head_steps(tr, 0, 0, 3).layout.annotations[1].text
     if kind == "learned":
         table = positional.model_encoding(tr, kind, table=gpt.model.pos_emb.weight)
         assert z(table).shape == (64, 32)
@@ -253,7 +253,7 @@ def test_overview_payload_and_build_time_at_128_tokens(big):
 def test_head_step_numbers_agree_with_the_trace(trace):
     T = len(trace.tokens)
     for layer, head, query in [(0, 0, 0), (1, 2, 5), (1, 3, T - 1)]:
-        s = attention.head_step_numbers(trace, layer, head, query)
+        s = inside.head_step_numbers(trace, layer, head, query)
         assert np.allclose(s["probs"], trace.attention[layer, head, query].cpu().numpy(), atol=1e-6)
         assert np.allclose(s["scaled"], trace.scores[layer, head, query].cpu().numpy(), atol=1e-5)
         assert np.allclose(s["scaled"], s["dot"] / math.sqrt(s["d_head"]), atol=1e-6)
@@ -261,19 +261,19 @@ def test_head_step_numbers_agree_with_the_trace(trace):
         assert len(s["keys"]) == query + 1 and s["k"].shape == (query + 1, s["d_head"])
         assert np.allclose(s["out"], s["probs"] @ trace.v[layer, head].cpu().numpy(), atol=1e-5)
         assert np.allclose(s["write"], trace.head_writes[layer, head, query].cpu().numpy())
-    fig = attention.head_steps(trace, 1, 2, 5)
+    fig = inside.head_steps(trace, 1, 2, 5)
     assert len(fig.data) == 10 and len(fig.layout.annotations) == 10
     assert "head 2" in title(fig)
     with pytest.raises(IndexError):
-        attention.head_step_numbers(trace, 0, 0, T)
+        inside.head_step_numbers(trace, 0, 0, T)
 
 
 def test_head_steps_one_colour_scale_per_quantity(trace):
     """Steps 5–7 (q·k, ÷√d, masked) are one quantity on one shared, 0-centred scale with its bar, so ÷√d is
     paler; step 8's probabilities are on 0..1 with their own bar; masked keys are NaN (grey), not the most
     negative colour; the values are printed in the cells; no panel has a private, unexplained scale."""
-    s = attention.head_step_numbers(trace, 1, 2, 5)
-    fig = attention.head_steps(trace, 1, 2, 5)
+    s = inside.head_step_numbers(trace, 1, 2, 5)
+    fig = inside.head_steps(trace, 1, 2, 5)
     dot, scaled, masked, probs = fig.data[4:8]
     assert dot.coloraxis == scaled.coloraxis == masked.coloraxis == "coloraxis" and probs.coloraxis == "coloraxis2"
     assert all(d.coloraxis for d in fig.data)                       # every panel on a named, barred scale
@@ -305,21 +305,21 @@ def test_head_steps_captions_fit_over_their_panels(gpt_tokenizer):
     1–4 stand in one row, their captions within QUARTER_CAPTION."""
     gpt = gpt_with(gpt_tokenizer, positional="rope")
     tr = gpt.trace("To be, or not to be, that is the question", ablate=[(1, 2)])
-    fig = attention.head_steps(tr, 1, 2, len(tr.tokens) - 1, projector=True)
+    fig = inside.head_steps(tr, 1, 2, len(tr.tokens) - 1, projector=True)
     captions = [a.text for a in fig.layout.annotations]
     assert "rotated" in captions[1] and "rotated" in captions[2] and "ablated" in captions[8]
     for i in (0, 1, 2, 3):
-        assert len(captions[i]) <= attention.QUARTER_CAPTION, captions[i]
+        assert len(captions[i]) <= inside.QUARTER_CAPTION, captions[i]
     for i in (8, 9):
-        assert len(captions[i]) <= attention.HALF_CAPTION, captions[i]
+        assert len(captions[i]) <= inside.HALF_CAPTION, captions[i]
 
 
 def test_head_steps_leave_cell_text_to_the_hover_when_it_cannot_fit(big):
     _, tr = big
-    fig = attention.head_steps(tr, 0, 0, 100)
+    fig = inside.head_steps(tr, 0, 0, 100)
     assert all(d.texttemplate is None for d in fig.data[4:8])               # 128 keys: hover only
     assert all("%{z" in d.hovertemplate for d in fig.data)
-    small = attention.head_steps(tr, 0, 0, 5)
+    small = inside.head_steps(tr, 0, 0, 5)
     assert small.data[7].texttemplate is None                                # the key count decides, not the query
 
 
@@ -339,7 +339,7 @@ def test_ablation_comparison(tiny_gpt, trace):
 
 
 def test_masked_vs_unmasked(tiny_gpt, trace):
-    fig = attention.masked_vs_unmasked(trace, tiny_gpt.trace(PROMPT, causal=False), 0, 1)
+    fig = inside.masked_vs_unmasked(trace, tiny_gpt.trace(PROMPT, causal=False), 0, 1)
     assert "layer 0, head 1" in title(fig)
     assert np.isnan(z(fig, 0)).any() and not np.isnan(z(fig, 1)).any()
     assert np.allclose(np.nansum(z(fig, 1), axis=1), 1, atol=1e-5)
@@ -529,7 +529,7 @@ def test_every_builder_names_its_download(tiny_gpt, tiny_translator, trace):
     tt = tiny_translator.translate("To be").trace
     piece = tiny_gpt.tokenizer.piece
     figs = [tokens.token_pieces(trace), tokens.embedding_norms(trace), positional.model_encoding(trace, "sinusoidal"),
-            positional.spot_the_bug(64, 32), attention.attention_grid(trace), attention.head_steps(trace, 0, 0, 2),
+            positional.spot_the_bug(64, 32), attention.attention_grid(trace), inside.head_steps(trace, 0, 0, 2),
             layernorm.layernorm_heatmaps(trace), residual.residual_shares(trace),
             residual.logit_lens(trace, readout.logit_lens_top(trace, tiny_gpt.model), piece),
             sampling.next_token_bars(trace.logits[-1], piece),

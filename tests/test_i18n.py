@@ -274,17 +274,17 @@ def test_no_figure_title_or_axis_is_left_in_english_on_a_spanish_page(shipped, p
 def test_spanish_step_captions_fit_over_their_panels_on_a_projector(shipped):
     """Inside a head's captions in Spanish keep to the lengths that fit their panels on a projector (the English
     ones are checked in test_figures): steps 1–4 side by side, steps 9 and 10 half the width."""
-    from toyviz.app.figures import attention
+    from toyviz.app.figures import inside
     from toyviz.settings.controls import DEFAULT_PROMPT
     tr = shipped.caches.trace(DEFAULT_PROMPT, ablate=shipped.models.ablated_heads(["1.2"]))[0]
     with i18n.speaking("es"):
-        captions = [a.text for a in attention.head_steps(tr, 1, 2, len(tr.tokens) - 1, projector=True).layout.annotations]
+        captions = [a.text for a in inside.head_steps(tr, 1, 2, len(tr.tokens) - 1, projector=True).layout.annotations]
     assert "rotada" in captions[1] and "rotadas" in captions[2] and "ablación: cero" in captions[8]
-    assert all(len(captions[i]) <= attention.QUARTER_CAPTION for i in range(4)), captions[:4]
-    assert all(len(captions[i]) <= attention.HALF_CAPTION for i in (8, 9)), captions[8:]
+    assert all(len(captions[i]) <= inside.QUARTER_CAPTION for i in range(4)), captions[:4]
+    assert all(len(captions[i]) <= inside.HALF_CAPTION for i in (8, 9)), captions[8:]
     with i18n.speaking("es"):
         longest = i18n.t("figures.steps.keys_short", n=999)
-    assert len(longest) <= attention.QUARTER_CAPTION, longest
+    assert len(longest) <= inside.QUARTER_CAPTION, longest
 
 
 def test_the_views_notes_and_messages_are_spanish(shipped):

@@ -28,7 +28,7 @@ import toyviz
 from toyviz.interpret import explain
 from toyviz.app import figures
 from toyviz.models.checkpoint import CHECKPOINTS
-from toyviz.app.figures import attention, experiments, layernorm, mask, message, model as model_figs, positional
+from toyviz.app.figures import attention, experiments, inside, layernorm, mask, message, model as model_figs, positional
 from toyviz.app.figures import explain as explain_figs, features as feature_figs, residual, sampling, tokens, translation
 from toyviz.interpret import readout
 from toyviz.interpret.heads import label_heads
@@ -105,8 +105,8 @@ def builders():
             "attention_head": lambda: attention.attention_head(tr, layer, head, projector=pj),
             "attention_scores": lambda: attention.attention_head(tr, layer, head, mode="scores", projector=pj),
             "ablation": lambda: attention.ablation_comparison(tr, ablated, piece, projector=pj),
-            "head_steps": lambda: attention.head_steps(tr, layer, head, position, projector=pj),
-            "masked_vs_unmasked": lambda: attention.masked_vs_unmasked(tr, unmasked, layer, head, projector=pj),
+            "head_steps": lambda: inside.head_steps(tr, layer, head, position, projector=pj),
+            "masked_vs_unmasked": lambda: inside.masked_vs_unmasked(tr, unmasked, layer, head, projector=pj),
             "leak": lambda: mask.leak_figure(tr, edited, unmasked, edited_open, projector=pj),
             # Layer norm, Residual stream
             "ln_heatmaps": lambda: layernorm.layernorm_heatmaps(tr, projector=pj),
