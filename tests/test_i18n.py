@@ -219,10 +219,13 @@ def shipped():
 
 
 def every_figure(explorer, projector: bool) -> dict[str, list]:
-    """Each tab's figures (circuits, which another change translates, and Watch it learn aside), the figures its
-    buttons and second sections draw, and the panels it draws for a translator stack or while a generation runs."""
+    """Each tab's figures, the figures its buttons and second sections draw, and the panels it draws for a
+    translator stack or while a generation runs; Circuits with a supernode and an ablation, Watch it learn's
+    figures of a made-up run, before any run and before its first record."""
+    from toyviz.app.figures import live as live_figs
     from toyviz.app.tabs import TABS
-    from toyviz.app.views import positional, sampling, size, why
+    from toyviz.app.views import circuits, positional, sampling, size, why
+    from toyviz.training import live
     from toyviz.settings.controls import DEFAULT_PROMPT, DEFAULT_SOURCE
     values = {"prompt": DEFAULT_PROMPT, "projector": projector, "model": "gpt", "metric": "cosine", "layer": 1,
               "head": 2, "mode": "probs", "ablate": ["1.2"], "query": -1, "last_word": "dream", "norm_name": "block1.ln2",
@@ -230,9 +233,9 @@ def every_figure(explorer, projector: bool) -> dict[str, list]:
               "temperature": 0.8, "top_k": 50, "top_p": 0.95, "source": DEFAULT_SOURCE, "beam": 4,
               "attention_kind": "cross", "tr_layer": "average", "tr_head": "average", "register": None,
               "exp_variants": ["baseline", "learned_pe", "rope", "no_pe", "no_causal_mask"], "exp_x": "tokens",
-              "snapshot": 0, "x_axis": "step"}
+              "snapshot": 0, "x_axis": "step", "circuit_target": "", "supernodes": ""}
     drawn = {name: list(tab.render(explorer, *[values[key] for key in tab.inputs]))
-             for name, tab in TABS.items() if name != "circuits"}
+             for name, tab in TABS.items()}
     drawn["translate (decoder, layer 0, head 1)"] = list(TABS["translate"].render(
         explorer, DEFAULT_SOURCE, 4, "decoder", 0, 1, projector, None))
     drawn["scores"] = list(TABS["attention"].render(explorer, DEFAULT_PROMPT, 0, 0, "scores", [], projector, "gpt"))
@@ -247,7 +250,33 @@ def every_figure(explorer, projector: bool) -> dict[str, list]:
     drawn["sampling, pending"] = list(sampling.generation_pending(projector))
     drawn["size"] = list(size.size_view(explorer, "gpt2", projector=projector))
     drawn["model, by tokens"] = list(TABS["model"].render(explorer, DEFAULT_PROMPT, -1, "tokens", projector))
+    induction = circuits.EXAMPLES[0][1]
+    drawn["circuits, a supernode"] = list(circuits.circuits_view(explorer, induction, "", "S copy: 0_1603_8 0_962_8",
+                                                                 projector))
+    drawn["circuits, ablated"] = [circuits.intervention_view(explorer, induction, "", "0_1603_8", 0, projector)]
+    drawn["circuits, steered"] = [circuits.intervention_view(explorer, induction, "", "0_1603_8", 2, projector)]
+    run = made_up_run([0.05, 0.2, 0.7, 0.9])
+    drawn["watch"] = [live_figs.loss_curves(run, projector=projector), live_figs.head_scores(run, projector=projector),
+                      live_figs.attention_pattern(run, projector=projector)]
+    drawn["watch, before a run"] = [live_figs.loss_before_a_run(recipe, projector=projector)
+                                    for recipe in ("induction", "text")]
+    starting = live.Run("induction", 0, {"steps": 10})
+    drawn["watch, nothing recorded"] = [live_figs.loss_curves(starting, projector=projector),
+                                        live_figs.head_scores(starting, projector=projector),
+                                        live_figs.attention_pattern(starting, projector=projector)]
     return {name: [o for o in outputs if hasattr(o, "to_plotly_json")] for name, outputs in drawn.items()}
+
+
+def made_up_run(scores: list[float]):
+    """A live run's record (toyviz.training.live.Run) whose best induction score follows `scores`, every 10 steps."""
+    import numpy as np
+    from toyviz.training import live
+    records = [{"step": 10 * i, "elapsed": 1.0 * i, "loss": 3.0, "early_loss": 3.4,
+                "in_context_loss": 3.0 - 2.9 * s,
+                "induction": [[0.0, 0.1], [s, s / 2]], "previous": [[s, 0.0], [0.0, 0.1]],
+                "patterns": np.full((2, 2, 4, 4), s, dtype=np.float16)} for i, s in enumerate(scores)]
+    return live.Run("induction", 0, {"steps": 10 * len(scores)}, state="finished",
+                    header={"probe": [1, 2, 1, 2], "heads": [2, 2]}, records=records)
 
 
 @pytest.mark.parametrize("projector", [False, True])
@@ -350,3 +379,40 @@ def test_the_experiments_sentences_are_spanish(shipped):
     assert english.startswith("Seed-to-seed spread of the baseline") and spanish.startswith("Dispersión entre semillas")
     assert "rope (posiciones rotatorias en q y k):" in spanish and "frente a" in spanish
     assert english.count("\n\n") == spanish.count("\n\n")
+
+
+def test_the_circuits_and_watch_notes_are_spanish(shipped):
+    """The Circuits tab's sentences and refusals, and Watch it learn's status line, samples and refusals, said in the
+    event's language (their figures: test_no_figure_title_or_axis_is_left_in_english_on_a_spanish_page)."""
+    from toyviz.app.figures import live as live_figs
+    from toyviz.app.views import circuits, watch
+    from toyviz.errors import UserError
+    from toyviz.training import live
+    induction = circuits.EXAMPLES[0][1]
+    with i18n.speaking("es"):
+        note, fig, panel, about = circuits.circuits_view(shipped, induction, "", "S copy: 0_1603_8 9_9_9")
+        assert "Puntuación de sustitución" in about and "Los nodos de error" in about, about
+        assert "No están en este grafo, o no son rasgos: 9_9_9" in note, note
+        assert "Señala un nodo del grafo" in panel and "<b>Supernodo S copy</b>: 1 rasgos" in panel, panel
+        features = next(trace for trace in fig.data if trace.name == i18n.t("figures.circuits.feature"))
+        assert all("Dónde se activa con más fuerza" in c[1] for c in features.customdata)
+        assert fig.layout.title.text.startswith("Por qué ")
+        assert all("influencia" in c[2] or c[2].startswith("objetivo ") for trace in fig.data
+                   if trace.customdata is not None for c in trace.customdata)
+        for node, said in (("nope", "haz clic en un rasgo del grafo"), ("9_9_9", "no está activo en este grafo")):
+            with pytest.raises(UserError) as err:
+                circuits.intervention_view(shipped, induction, "", node, 0)
+            assert said in i18n.said(err.value), i18n.said(err.value)
+        run = made_up_run([0.05, 0.2, 0.7, 0.9])
+        line = watch.status(run, live.Who(page="a"))
+        assert line.startswith("Ejecución **induction**, semilla 0: terminada (paso 30 de 40")
+        assert "La cabeza de inducción nació en el paso **20**" in line, line
+        assert watch.status(None) == "Aún no hay ninguna ejecución: elige una receta y pulsa **Empezar**."
+        running = live.Run("induction", 0, {"steps": 10}, state="running", owner=live.Who(page="b"))
+        assert "Una ejecución iniciada por otra página: la estás viendo (solo la página que la inició" in \
+            watch.status(running, live.Who(page="a"))
+        assert watch.refusal(live.RunRefused("x"), "started", live.LiveRuns())["text"] == "⚠ **No se inició:** x."
+        assert live_figs.samples_markdown(run) == "*La primera muestra llega a los pocos segundos de empezar.*"
+    with i18n.speaking("en"):
+        assert watch.status(None) == "No run yet: pick a recipe and press **Start**."
+        assert watch.refusal(live.RunRefused("x"), "stopped", live.LiveRuns())["text"] == "⚠ **Not stopped:** x."

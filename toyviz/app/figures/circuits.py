@@ -14,6 +14,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from toyviz.i18n import t
 from toyviz.app.figures import BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, figure, style, visible
 from toyviz.app.figures.features import DOWN, UP
 from toyviz.interpret.circuits.export import parse
@@ -28,8 +29,8 @@ BOUNDS = (0.1, 0.3, 0.6)
 CONTEXTS, BEFORE, AFTER = 4, 8, 2     # a hover dashboard's contexts, and its tokens around each peak
 LOGIT_ROWS = 5                # promoted and suppressed tokens a hover dashboard lists
 KIND_STYLE = {                # marker symbol, colour, legend name, and on a projector (one line: the tab's text explains)
-    "feature": ("circle", "#e6550d", "feature (transcoder)", "feature"),
-    "group": ("hexagon", "#756bb1", "supernode (your group)", "supernode"),
+    "feature": ("circle", "#e6550d", "feature (transcoder)", "feature"),          # in English: figures.circuits.<kind>,
+    "group": ("hexagon", "#756bb1", "supernode (your group)", "supernode"),       # and <kind>_short, say them
     "error": ("diamond", "#9e9e9e", "error node (what the transcoders miss)", "error node"),
     "token": ("square", "#636363", "token (embedding)", "token"),
     "logit": ("star", "#31a354", "target logit", "target"),
@@ -42,6 +43,7 @@ PROJECTOR_TOP = 64            # the top margin on a projector (× its scale): th
 # plot's 1.4×, a cell's lines of nodes covered each other), and the plot starts on a 720p first screen
 PROJECTOR_MARKERS = 1.2
 PROJECTOR_PLOT = 0.85
+# in English: figures.circuits.excites / inhibits (and their _short) say them
 LINK_STYLE = ((1, UP, "link that excites (+)", "excites"), (-1, DOWN, "link that inhibits (−)", "inhibits"))
 
 
@@ -116,8 +118,9 @@ def graph_figure(view: NodeGraph, *, projector: bool = False, limit: int = MAX_E
     markers = PROJECTOR_MARKERS if projector else 1.0
     biggest = max((abs(w) for _, _, w in edges), default=1.0) or 1.0
     traces = []
-    for sign, colour, long_name, short in LINK_STYLE:
-        name = short if projector else long_name
+    for sign, colour, _, _ in LINK_STYLE:
+        said = "figures.circuits." + ("excites" if sign > 0 else "inhibits")
+        name = t(said + "_short" if projector else said)
         for b, width in enumerate(WIDTHS):
             low, high = ([0.0] + list(BOUNDS))[b], (list(BOUNDS) + [math.inf])[b]
             chosen = [(s, t) for s, t, w in edges if (w >= 0) == (sign > 0) and low <= abs(w) / biggest < high]
@@ -129,8 +132,8 @@ def graph_figure(view: NodeGraph, *, projector: bool = False, limit: int = MAX_E
                                      opacity=0.55, hoverinfo="skip", name=name, legendgroup=name,
                                      showlegend=not any(t.legendgroup == name for t in traces)))
     top = max((n.influence for n in view.nodes if n.kind != "logit"), default=1.0) or 1.0
-    for kind, (symbol, colour, long_name, short) in KIND_STYLE.items():
-        name = short if projector else long_name
+    for kind, (symbol, colour, _, _) in KIND_STYLE.items():
+        name = t(f"figures.circuits.{kind}_short" if projector else f"figures.circuits.{kind}")
         nodes = [n for n in view.nodes if n.kind == kind]
         if not nodes:
             continue
@@ -151,12 +154,15 @@ def graph_figure(view: NodeGraph, *, projector: bool = False, limit: int = MAX_E
                      tickangle=0 if T <= 8 else -90 if projector else -60,
                      range=[-0.3, right + 0.3], showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=list(range(view.layers + 2)), range=[-0.5, view.layers + 1.5], zeroline=False,
-                     ticktext=["tokens"] + [f"layer {l}" for l in range(view.layers)] + ["logit"])
+                     ticktext=[t("figures.circuits.tokens")] + [t("figures.circuits.layer", layer=l)
+                                                                 for l in range(view.layers)] + ["logit"])
     # the legend above the plot: below it, the tokens' labels (longer on a projector) ran into it
     fig.update_layout(hovermode="closest", clickmode="event", dragmode="pan", hoverlabel_align="left",
                       legend=dict(orientation="h", y=1.0, x=0, yanchor="bottom"))
-    shown = f"{len(edges):,} of {len(view.edges):,} links" if len(view.edges) > len(edges) else f"{len(edges):,} links"
-    title = f"Why {visible(view.target)} (p={view.prob:.3f}): {len(view.nodes)} nodes, {shown}"
+    shown = (t("figures.circuits.links_of", drawn=f"{len(edges):,}", total=f"{len(view.edges):,}")
+             if len(view.edges) > len(edges) else t("figures.circuits.links", drawn=f"{len(edges):,}"))
+    title = t("figures.circuits.title", target=visible(view.target), p=f"{view.prob:.3f}", nodes=len(view.nodes),
+              shown=shown)
     height = 580 + (90 if T > 8 else 0)                  # a laptop's: 150 px above the plot, 50 under it
     if projector:
         # the title, the legend in one line, the plot (PROJECTOR_PLOT): the two lines a laptop has above the plot
@@ -169,9 +175,8 @@ def graph_figure(view: NodeGraph, *, projector: bool = False, limit: int = MAX_E
         return fig
     fig = style(fig, title, filename="toyviz-circuit", height=height)
     # the title and its subtitle at the top, then the legend (two lines), then the plot
-    drawn = f"the {len(edges):,} strongest links drawn. " if len(view.edges) > len(edges) else ""
-    fig.layout.title.update(subtitle_text=f"{drawn.capitalize()}Hover a node for its dashboard; click a feature to "
-                                          "ablate or steer it",
+    drawn = t("figures.circuits.strongest", drawn=f"{len(edges):,}") if len(view.edges) > len(edges) else ""
+    fig.layout.title.update(subtitle_text=drawn + t("figures.circuits.subtitle"),
                             yref="container", y=1, yanchor="top", pad_t=12)
     fig.layout.margin.t += 80
     return fig
@@ -179,26 +184,29 @@ def graph_figure(view: NodeGraph, *, projector: bool = False, limit: int = MAX_E
 
 def summary(node: Node, view: NodeGraph) -> str:
     """A node's hover line: what it is, where, how strong, how much of the target it carries."""
-    share = f"influence {node.influence:.1%}"
+    share = t("figures.circuits.influence", share=f"{node.influence:.1%}")
     if node.kind == "feature":
         named = parse(node.key)
         layer, position = named.layer, named.position
-        return (f"layer {layer} feature #{feature_number(node)} at {position}: {visible(view.pieces[int(position)])}"
-                f"<br>{html.escape(node.label)}<br>activation {node.value:.2f} · {share} · id {node.key}")
+        return t("figures.circuits.feature_hover", layer=layer, feature=feature_number(node), position=position,
+                 piece=visible(view.pieces[int(position)]), label=html.escape(node.label), value=f"{node.value:.2f}",
+                 share=share, id=node.key)
     if node.kind == "error":
         named = parse(node.key)
         layer, position = named.layer, named.position
-        return f"error node, layer {layer} at {position}: what the transcoder misses (norm {node.value:.2f}) · {share}"
+        return t("figures.circuits.error_hover", layer=layer, position=position, value=f"{node.value:.2f}",
+                 share=share)
     if node.kind == "token":
-        return f"token {visible(node.label)} at {int(node.position)} (its embedding) · {share}"
+        return t("figures.circuits.token_hover", piece=visible(node.label), position=int(node.position), share=share)
     if node.kind == "group":
-        return f"supernode {html.escape(node.key)}: {len(node.members)} features · {share}"
-    return f"target {visible(view.target)}: p = {view.prob:.3f}, logit − mean logit = {node.value:.2f}"
+        return t("figures.circuits.group_hover", name=html.escape(node.key), n=len(node.members), share=share)
+    return t("figures.circuits.logit_hover", target=visible(view.target), p=f"{view.prob:.3f}",
+             value=f"{node.value:.2f}")
 
 
 # ---------------------------------------------------------------- the hover panel ------------
 
-PANEL_HINT = "<p><i>Hover a node of the graph to see its dashboard here; click a feature to ablate or steer it.</i></p>"
+PANEL_HINT = "figures.circuits.hint"       # the panel's first line: "<p><i>{hint}</i></p>"
 
 
 SHADES = 5                    # activation levels a context's token is shaded in (classes o1 … o5 of PANEL_STYLE)
@@ -230,25 +238,26 @@ def feature_html(node: Node, feature: int, board: Dashboard | None) -> str:
     suppresses (blue and red bars)."""
     named = parse(node.key)
     layer, position = named.layer, named.position
-    head = (f"<div class='circuit-card'><b>Layer {layer}, feature #{feature}</b> {html.escape(node.label)}<br>"
-            f"here at position {position}: activation {node.value:.2f} · {node.influence:.1%} of the influence")
+    head = (f"<div class='circuit-card'><b>{t('figures.circuits.card_title', layer=layer, feature=feature)}</b> "
+            f"{html.escape(node.label)}<br>" + t("figures.circuits.card_here", position=position,
+                                                 value=f"{node.value:.2f}", share=f"{node.influence:.1%}"))
     if board is None:
-        return head + "<br><i>No dashboard shipped for this feature.</i></div>"
-    head += f" · fires on {board.frequency:.2%} of held-out tokens (max {board.max_activation:.2f})"
+        return head + f"<br><i>{t('figures.circuits.no_dashboard')}</i></div>"
+    head += t("figures.circuits.fires", frequency=f"{board.frequency:.2%}", top=f"{board.max_activation:.2f}")
     rows = []
     for c in board.contexts[:CONTEXTS]:
         first = max(0, c.peak - BEFORE)
         cells = "".join(shaded(visible(t), shade(a, board.max_activation), i == c.peak)
                         for i, (t, a) in enumerate(zip(c.tokens, c.acts)) if first <= i <= c.peak + AFTER)
         rows.append(f"<div class='circuit-context'>{cells} <small>{c.acts[c.peak]:.2f}</small></div>")
-    contexts = "".join(rows) or "<i>never fires on the held-out text</i>"
+    contexts = "".join(rows) or f"<i>{t('figures.circuits.never_fires')}</i>"
     effects = board.promoted[:LOGIT_ROWS] + board.suppressed[:LOGIT_ROWS]
     largest = max((abs(v) for _, _, v in effects), default=1.0) or 1.0
     bars = "".join(
         f"<tr><td>{visible(piece)}<td><i class={'up' if v >= 0 else 'down'} style=width:{5 * abs(v) / largest:.1f}em>"
         f"</i><td>{v:+.2f}" for _, piece, v in effects)
-    return (f"{head}<div class='circuit-head'>Where it fires hardest (held-out text)</div>{contexts}"
-            f"<div class='circuit-head'>Tokens it promotes and suppresses (direct effect on the logit)</div>"
+    return (f"{head}<div class='circuit-head'>{t('figures.circuits.fires_hardest')}</div>{contexts}"
+            f"<div class='circuit-head'>{t('figures.circuits.promotes')}</div>"
             f"<table class='circuit-logits'>{bars}</table></div>")
 
 
@@ -263,22 +272,23 @@ def other_html(node: Node, view: NodeGraph) -> str:
     """The panel for a node that is no feature: what it is, in words."""
     text = summary(node, view)
     if node.kind == "error":
-        text += ("<br>An error node has no inputs: whatever computes it is invisible to the graph. Where the largest "
-                 "links into a node come from error nodes, the transcoders do not explain it.")
+        text += "<br>" + t("figures.circuits.error_card")
     return f"<div class='circuit-card'>{text}</div>"
 
 
 def group_html(node: Node) -> str:
     members = node.members
     listed = "".join(f"<li>{html.escape(m.key)}: {html.escape(m.label)} ({m.influence:.1%})</li>" for m in members)
-    return (f"<div class='circuit-card'><b>Supernode {html.escape(node.key)}</b>: {len(members)} features, "
-            f"{node.influence:.1%} of the influence<ul>{listed}</ul></div>")
+    return (f"<div class='circuit-card'><b>{t('figures.circuits.group_title', name=html.escape(node.key))}</b>: "
+            + t("figures.circuits.group_card", n=len(members), share=f"{node.influence:.1%}")
+            + f"<ul>{listed}</ul></div>")
 
 
 def panel(view: NodeGraph) -> str:
     """The panel's first content: the hint, then the most influential feature's dashboard."""
     features = sorted((n for n in view.nodes if n.kind in ("feature", "group")), key=lambda n: -n.influence)
-    return f"{PANEL_STYLE}<div class='circuit-panel'>{PANEL_HINT}{hover(features[0], view) if features else ''}</div>"
+    first = hover(features[0], view) if features else ""
+    return f"{PANEL_STYLE}<div class='circuit-panel'><p><i>{t(PANEL_HINT)}</i></p>{first}</div>"
 
 
 # ---------------------------------------------------------------- an intervention ------------
@@ -286,15 +296,16 @@ def panel(view: NodeGraph) -> str:
 def intervention_figure(node: str, scale: float, target: str, result, *, projector: bool = False) -> go.Figure:
     """The target's probability before, as the graph predicts it after the feature is scaled, and as the real
     GPT gives it; the logit changes on the bars. `result`: toyviz.interpret.circuits.intervene.Intervention."""
-    what = "Ablated" if scale == 0 else f"Scaled × {scale:g}"
+    what = t("figures.circuits.ablated") if scale == 0 else t("figures.circuits.scaled", scale=f"{scale:g}")
     predicted = predicted_prob(result.prob_before, result.predicted_logit_change)
-    names = ["before", "the graph predicts", "the real GPT"]
+    names = [t("figures.circuits.before"), t("figures.circuits.predicts"), t("figures.circuits.real")]
     probs = [result.prob_before, predicted, result.prob_after]
     changes = ["", f"logit {result.predicted_logit_change:+.2f}", f"logit {result.real_logit_change:+.2f}"]
     fig = figure(go.Bar(y=names, x=probs, orientation="h", marker_color=["#bdbdbd", "#e6550d", "#2166ac"],
                         text=[f"p = {p:.3f} {c}" for p, c in zip(probs, changes)], textposition="outside",
                         cliponaxis=False, hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
-    fig.update_xaxes(range=[0, 1.25], title_text=f"probability of {visible(target)}")
+    fig.update_xaxes(range=[0, 1.25], title_text=t("figures.circuits.probability_of", target=visible(target)))
     fig.update_yaxes(autorange="reversed")
-    title = f"{what}: feature {node}. p({visible(target)}) {result.prob_before:.3f} → {result.prob_after:.3f} in the GPT"
+    title = t("figures.circuits.intervention", what=what, node=node, target=visible(target),
+              before=f"{result.prob_before:.3f}", after=f"{result.prob_after:.3f}")
     return style(fig, title, filename=f"toyviz-circuit-{node}", projector=projector, height=260)

@@ -12,7 +12,7 @@ from toyviz.app.explorer import Explorer
 from toyviz.app.figures import circuits as circuit_figs
 from toyviz.app.figures import visible
 from toyviz.app.views.typed import typed_token
-from toyviz.errors import UserError
+from toyviz.i18n import mistake, t
 from toyviz.interpret.circuits.export import parse
 from toyviz.interpret.circuits.intervene import intervene
 from toyviz.interpret.circuits.nodes import NodeGraph, grouped, node_graph
@@ -45,7 +45,16 @@ def circuit_of(explorer: Explorer, prompt, target=""):
     once per (prompt, target); the note says what the box's text was read as and what the caps left out."""
     token, read_as = typed_token(explorer.models.need_gpt().tokenizer, target)
     circuit, note = explorer.caches.circuit(prompt, token)
-    return circuit, note + read_as + circuit.limits_note()
+    return circuit, note + read_as + limits_said(circuit)
+
+
+def limits_said(circuit) -> str:
+    """circuit.limits_note() in the event's language: what the caps changed ("" when nothing)."""
+    caps = circuit.settings
+    note = t("notes.circuits.cut", tokens=caps["max_tokens"], cut=circuit.cut) if circuit.cut else ""
+    if circuit.folded:
+        note += t("notes.circuits.folded", folded=f"{circuit.folded:,}", kept=f"{caps['max_feature_nodes']:,}")
+    return note
 
 
 def view_of(explorer: Explorer, prompt, target=""):
@@ -58,12 +67,10 @@ def view_of(explorer: Explorer, prompt, target=""):
 
 def error_words(view: NodeGraph) -> str:
     """How much the error nodes carry, in words; when it is most of the influence, that the graph does not know."""
-    share = (f"Error nodes (what the transcoders miss) carry {view.error_share:.0%} of the influence reaching the "
-             f"target from the prompt, and {view.logit_errors:.0%} of the logit's direct input.")
+    share = t("notes.circuits.errors", share=f"{view.error_share:.0%}", logit=f"{view.logit_errors:.0%}")
     if view.error_share > MOSTLY_ERRORS:
-        return (f"**Most of this prediction runs through error nodes: the graph does not know how the GPT makes "
-                f"it.** {share} The features drawn are a small part of the story; read them with care.")
-    return share + " The rest runs through features and the tokens themselves."
+        return t("notes.circuits.mostly_errors", share=share)
+    return share + t("notes.circuits.the_rest")
 
 
 def circuits_view(explorer: Explorer, prompt, target="", supernodes="", projector=False):
@@ -73,12 +80,12 @@ def circuits_view(explorer: Explorer, prompt, target="", supernodes="", projecto
     if groups:
         view = grouped(view, groups)
         if view.unknown:
-            note += (f"Not in this graph, or not a feature: {', '.join(view.unknown)} (supernodes group features by "
-                     "the ids their hover shows). ")
-    about = (f"**{visible(circuit.target_piece)}** after the prompt: p = {circuit.prob:.3f}. The graph: "
-             f"{circuit.graph.n_features:,} active features, {len(circuit.pruned.nodes.nonzero()):,} nodes kept "
-             f"({circuit.pruned.node_share:.0%} of the influence), computed in {circuit.seconds:.1f} s. Replacement "
-             f"score {circuit.replacement:.2f}, completeness score {circuit.completeness:.2f}.\n\n" + error_words(view))
+            note += t("notes.circuits.unknown", ids=", ".join(view.unknown))
+    about = t("notes.circuits.about", target=visible(circuit.target_piece), p=f"{circuit.prob:.3f}",
+              features=f"{circuit.graph.n_features:,}", nodes=f"{len(circuit.pruned.nodes.nonzero()):,}",
+              share=f"{circuit.pruned.node_share:.0%}", seconds=f"{circuit.seconds:.1f}",
+              replacement=f"{circuit.replacement:.2f}", completeness=f"{circuit.completeness:.2f}") \
+        + "\n\n" + error_words(view)
     return (note, circuit_figs.graph_figure(view, projector=bool(projector)), circuit_figs.panel(view), about)
 
 
@@ -87,12 +94,11 @@ def feature_node(circuit, node) -> int:
     graph = circuit.graph
     named = parse(node or "", graph.n_layers)          # the graph JSON's node_id: "<layer>_<feature>_<position>"
     if named is None or named.kind != "feature":
-        raise UserError(f"click a feature of the graph (or type its id, e.g. 2_1465_21), not {node!r}")
+        raise mistake("errors.circuits.node", given=repr(node))
     layer, feature, position = named.layer, named.index, named.position
     found = ((graph.layer == layer) & (graph.feature == feature) & (graph.position == position)).nonzero()
     if not len(found):
-        raise UserError(f"feature {node} is not active in this graph (layer {layer}, feature {feature}, position "
-                        f"{position})")
+        raise mistake("errors.circuits.inactive", node=node, layer=layer, feature=feature, position=position)
     return int(found[0])
 
 

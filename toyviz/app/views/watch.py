@@ -17,7 +17,9 @@ from __future__ import annotations
 import functools
 import time
 
+from toyviz import i18n
 from toyviz.app.figures import live as figures
+from toyviz.i18n import t
 from toyviz.serving.limits import visitor
 from toyviz.serving.memory import LRU
 from toyviz.training import live
@@ -101,21 +103,38 @@ def lecture_holds(run: live.Run | None, page: live.Who, presenter=None) -> bool:
 def status(run: live.Run | None, page: live.Who = live.Who()) -> str:
     """The status line: the run, its state and step, whose it is as `page` is told, and (induction) its head's birth."""
     if run is None:
-        return "No run yet: pick a recipe and press **Start**."
+        return t("notes.watch.no_run")
     last = run.records[-1] if run.records else None
-    where = f"step {last['step']:,} of {run.settings['steps']:,}, {last['elapsed']:.0f} s" if last else "starting…"
-    state = {"starting": "starting", "running": "training", "finished": "finished", "stopped": "stopped",
-             "failed": "failed"}[run.state]
-    line = f"**{run.recipe}** run, seed {run.seed}: {state} ({where})."
+    where = t("notes.watch.where", step=f"{last['step']:,}", steps=f"{run.settings['steps']:,}",
+              seconds=f"{last['elapsed']:.0f}") if last else t("notes.watch.where_starting")
+    line = t("notes.watch.line", recipe=run.recipe, seed=run.seed, state=t(f"notes.watch.state_{run.state}"),
+             where=where)
     if run.running:
-        whose = run.whose(page)
-        line += (" Your run: **Stop** ends it." if page.owns(run) else
-                 f" {whose[0].upper()}{whose[1:]}: you are watching it (only {run.stopper} can stop it).")
+        whose = whose_said(run, page)
+        line += (t("notes.watch.yours") if page.owns(run) else
+                 t("notes.watch.watching", whose=f"{whose[0].upper()}{whose[1:]}", stopper=stopper_said(run)))
     if run.recipe == "induction" and last:
         born = crossing_step(run, figures.BORN_AT)
-        line += (f" The induction head was born at step **{born:,}** (score ≥ {figures.BORN_AT})." if born is not None
-                 else " No induction head yet.")
+        line += (t("notes.watch.born", step=f"{born:,}", at=figures.BORN_AT) if born is not None
+                 else t("notes.watch.not_born"))
     return line + (f"\n\n{run.error}" if run.state == "failed" else "")
+
+
+def whose_key(run: live.Run, page: live.Who) -> str:
+    """Which of run.whose(page)'s answers it is: notes.watch.whose_<this> says it."""
+    return ("yours" if page.owns(run) else "lecturer" if run.owner.lecture else "page" if run.owner.page
+            else "server")
+
+
+def whose_said(run: live.Run, page: live.Who) -> str:
+    """run.whose(page) in the event's language."""
+    return t(f"notes.watch.whose_{whose_key(run, page)}")
+
+
+def stopper_said(run: live.Run) -> str:
+    """run.stopper in the event's language."""
+    return t("notes.watch.stopper_lecturer" if run.owner.lecture else "notes.watch.stopper_page" if run.owner.page
+             else "notes.watch.stopper_server")
 
 
 def pick(runs: live.LiveRuns, which: str) -> live.Run | None:
@@ -137,8 +156,8 @@ drawings = LRU(DRAWINGS_KEPT)
 
 def drawn_run(run: live.Run, upto: int | None, projector: bool) -> tuple:
     """draw_run's drawing, kept in `drawings` by what changes it (which run, how many records, its state, the step
-    shown, projector mode): a hall of pages polling the same run costs one drawing per record."""
-    key = (run.recipe, run.seed, run.started, len(run.records), run.state, upto, projector)
+    shown, projector mode, the page's language): a hall of pages polling the same run costs one drawing per record."""
+    key = (run.recipe, run.seed, run.started, len(run.records), run.state, upto, projector, i18n.current())
     return drawings.get(key, lambda: draw_run(run, upto, projector))
 
 
@@ -159,7 +178,8 @@ def refusal(why: live.RunRefused, doing: str, runs: live.LiveRuns) -> dict:
     """A refused Start or Stop as the page keeps it (ui.watch_note): said above the status line, where the page
     looks, for as long as what it was said over lasts: the run training then (none: until one trains)."""
     latest = runs.current()
-    return {"text": f"⚠ **Not {doing}:** {why}.", "during": latest.started if latest and latest.running else None}
+    return {"text": t(f"notes.watch.not_{doing}", why=i18n.said(why)),
+            "during": latest.started if latest and latest.running else None}
 
 
 def stands(note: dict | None, latest: live.Run | None) -> bool:
@@ -175,8 +195,9 @@ def start_view(runs: live.LiveRuns, page: live.Who, recipe: str, seed, text: str
     latest = runs.current()
     try:
         if lecture_holds(latest, page, presenter):
-            raise live.RunRefused(f"{latest.whose(page)} stays the latest while its lecture goes on (the class's "
-                                  "question is answered from it): you are watching it; Start again after the lecture")
+            whose = latest.whose(page)
+            raise live.RunRefused(t("notes.watch.lecture_holds", "en", whose=whose), "notes.watch.lecture_holds",
+                                  whose=i18n.Term(f"notes.watch.whose_{whose_key(latest, page)}"))
         runs.start(recipe, seed=seed, text=text, owner=page)
     except live.RunRefused as why:
         latest, note = runs.current(), refusal(why, "started", runs)
