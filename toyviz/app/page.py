@@ -267,26 +267,27 @@ def wire_watch(ui, runs: live.LiveRuns | None = None):
                 gr.update(visible=watch.may_stop(runs.current(), page)),
                 gr.Timer(active=bool(picked and picked.running))]
 
-    # each event in its page's language (?lang=, else Accept-Language): the status, the notes and the figures
-    def draw(which, upto, projector, recipe, lecture, note, request: gr.Request):
+    # each event in its page's language (?lang=, else Accept-Language): the status, the notes, the figures and a
+    # fault's message
+    @i18n.in_visitors_language
+    def draw(request: gr.Request, which, upto, projector, recipe, lecture, note):
         page = watch.who(request, lecture, presenter)
-        with i18n.speaking(i18n.language(request)):
-            return shown(page, which, watch.watch_view(runs, which, upto, projector, recipe, page, note))
+        return shown(page, which, watch.watch_view(runs, which, upto, projector, recipe, page, note))
 
+    @i18n.in_visitors_language
     @friendly
-    def start(seed, text, which, upto, projector, recipe, lecture, request: gr.Request):
+    def start(request: gr.Request, seed, text, which, upto, projector, recipe, lecture):
         page = watch.who(request, lecture, presenter)
-        with i18n.speaking(i18n.language(request)):
-            which, upto, note, *view = watch.start_view(runs, page, recipe, seed, text or "", which, upto, projector,
-                                                        presenter)
-            return [which, upto, note, *shown(page, which, view)]
+        which, upto, note, *view = watch.start_view(runs, page, recipe, seed, text or "", which, upto, projector,
+                                                    presenter)
+        return [which, upto, note, *shown(page, which, view)]
 
+    @i18n.in_visitors_language
     @friendly
-    def stop(which, upto, projector, recipe, lecture, request: gr.Request):
+    def stop(request: gr.Request, which, upto, projector, recipe, lecture):
         page = watch.who(request, lecture, presenter)
-        with i18n.speaking(i18n.language(request)):
-            note, *view = watch.stop_view(runs, page, which, upto, projector, recipe)
-            return [note, *shown(page, which, view)]
+        note, *view = watch.stop_view(runs, page, which, upto, projector, recipe)
+        return [note, *shown(page, which, view)]
 
     ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], [ui.watch_which, ui.watch_step, *noted],
                          api_visibility="private")

@@ -45,16 +45,7 @@ def circuit_of(explorer: Explorer, prompt, target=""):
     once per (prompt, target); the note says what the box's text was read as and what the caps left out."""
     token, read_as = typed_token(explorer.models.need_gpt().tokenizer, target)
     circuit, note = explorer.caches.circuit(prompt, token)
-    return circuit, note + read_as + limits_said(circuit)
-
-
-def limits_said(circuit) -> str:
-    """circuit.limits_note() in the event's language: what the caps changed ("" when nothing)."""
-    caps = circuit.settings
-    note = t("notes.circuits.cut", tokens=caps["max_tokens"], cut=circuit.cut) if circuit.cut else ""
-    if circuit.folded:
-        note += t("notes.circuits.folded", folded=f"{circuit.folded:,}", kept=f"{caps['max_feature_nodes']:,}")
-    return note
+    return circuit, note + read_as + circuit.limits_note()
 
 
 def view_of(explorer: Explorer, prompt, target=""):

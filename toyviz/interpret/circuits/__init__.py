@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from toyviz.errors import UserError
+from toyviz.i18n import t
 from toyviz.interpret.circuits import export
 from toyviz.interpret.circuits.graph import Graph, attribute
 from toyviz.interpret.circuits.prune import EDGE_THRESHOLD, NODE_THRESHOLD, Pruned, prune, scores
@@ -53,13 +54,11 @@ class Circuit:
     folded: int = 0           # active features folded into the error nodes (MAX_FEATURE_NODES)
 
     def limits_note(self) -> str:
-        """What the caps changed, in words ("" when nothing)."""
+        """What the caps changed, in words, in the event's language ("" when nothing)."""
         caps = self.settings
-        note = (f"The graph covers the prompt's last {caps['max_tokens']} tokens (a graph grows with the square of "
-                f"the prompt); the {self.cut} before them are left out. " if self.cut else "")
+        note = t("notes.circuits.cut", tokens=caps["max_tokens"], cut=self.cut) if self.cut else ""
         if self.folded:
-            note += (f"{self.folded:,} weaker active features are folded into the error nodes: a graph keeps the "
-                     f"{caps['max_feature_nodes']:,} that write the most. ")
+            note += t("notes.circuits.folded", folded=f"{self.folded:,}", kept=f"{caps['max_feature_nodes']:,}")
         return note
 
     def to_json(self, slug: str | None = None) -> dict:
