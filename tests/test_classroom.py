@@ -333,6 +333,29 @@ def test_now_is_the_current_step_small_and_304_while_unchanged(phones):
     assert client.get("/class/ZZZZZZ/now").status_code == 404
 
 
+def test_the_routes_refuse_in_the_phones_language(phones, lectures):
+    """The phone's page asks every route with its ?lang= (a Spanish lecture's QR link on an English phone); without
+    one, the phone's Accept-Language; the /now body and its ETag are kept per language."""
+    client, code, secret = phones
+    ballot = lambda device, choice, lang, step=0: client.post(f"/class/{code}/vote?lang={lang}",
+                                                               json={"device": device, "step": step, "choice": choice})
+    assert ballot("phone-aaaa", " be", "es").json()["counted"]
+    assert ballot("phone-aaaa", " do", "es").json()["why"] == "este teléfono ya ha votado en este paso"
+    assert ballot("phone-aaaa", " do", "en").json()["why"] == "this phone has already voted on this step"
+    assert ballot("phone-bbbb", "plátano", "es").json()["error"] == "'plátano' no es una de las opciones de este paso"
+    assert ballot("phone-bbbb", " be", "es", step=1).json()["why"].startswith("el presentador ha pasado a otro paso")
+    spanish_header = {"Accept-Language": "es-MX,es;q=0.9"}
+    assert client.get("/class/ZZZZZZ/now", headers=spanish_header).json()["error"] == \
+        "Hoy ninguna clase tiene el código ZZZZZZ (un código acaba con su día)."
+    assert client.post(f"/class/{code}/reveal?lang=es", json={"secret": "guess"}).json()["error"] == \
+        "solo el enlace del presentador puede mover o revelar esta clase"
+    tags = {lang: client.get(f"/class/{code}/now?lang={lang}").headers["etag"] for lang in ("en", "es")}
+    assert tags["en"] != tags["es"]
+    assert client.get(f"/class/{code}/now?lang=en", headers={"If-None-Match": tags["es"]}).status_code == 200
+    lectures.end(secret, {})
+    assert client.get(f"/class/{code}/now?lang=es").json()["error"].startswith("El presentador ha terminado la clase")
+
+
 def test_a_student_cannot_advance_or_reveal(phones, lectures):
     client, code, secret = phones
     _, other_secret = lectures.start("sampling", 3)

@@ -137,6 +137,30 @@ def test_a_spanish_lessons_bar_and_join_link_are_spanish(served, tmp_path):
     assert library.load(library.find("sampling.es")).language == "es"
 
 
+def test_a_spanish_lectures_reveal_and_cover_are_spanish(served, tmp_path):
+    """The model's answer is said in the lecture's language beside its value (the detail's numbers as computed),
+    and the page script gets the cover's and the copy button's words in it; a lecture's refusals have keys."""
+    from toyviz.app import presenter
+    from toyviz.classroom.store import Lectures
+    lectures = Lectures(tmp_path / "lectures.sqlite")
+    lectern = presenter.Presenter(served[0].ui.presenter.explorer, lectures)
+    shown = lectern.start("sampling.es")
+    while shown.step.question is None:
+        shown = lectern.move(shown.secret, +1)
+    client = presenter.client(shown)
+    assert (client["hidden"], client["copied"]) == ("Oculto hasta Revelar: predice primero", "Copiado: no lo compartas")
+    revealed = lectern.reveal(shown.secret)
+    answer = lectures.answer(revealed.lecture.code, revealed.lecture.step)
+    assert answer.detail.startswith("el token siguiente más probable del modelo es "), answer.detail
+    assert "El modelo:" in presenter.bar(revealed, lectures, "http://hall")
+    with i18n.speaking("es"):
+        for wrong in ({"present": "no-such-secret"}, {"lecture": "ABCDEF"}, {"lesson": "no-such-lesson"}):
+            with pytest.raises(UserError) as refused:
+                lectern.open(wrong)
+            assert i18n.said(refused.value).split(" ")[0] in ("este", "no"), i18n.said(refused.value)
+            assert i18n.said(refused.value) != str(refused.value)
+
+
 def test_a_spanish_lectures_report_is_spanish():
     from toyviz.classroom import report
     from toyviz.classroom.store import Report
@@ -148,6 +172,13 @@ def test_a_spanish_lectures_report_is_spanish():
                  "Lo predijeron:", "3 de 4 (75 %)", "Paso 2: Temperatura más baja", "En pantalla 30 s."):
         assert said in page, said
     assert "<b>Predicted it:</b>" in report.html_page(Report(1, "ABCDEF", "sampling", 0.0, 600.0, 4), [row])
+    table = report.csv_text(Report(1, "ABCDEF", "sampling.es", 0.0, 600.0, 4), [row], "Muestreo", "es").splitlines()
+    assert table[0].startswith("fecha,lección,código,teléfonos,paso,título,pregunta,opción,votos,porcentaje de votos")
+    assert table[1].endswith(",75 %,30,sí,no,") and table[2].endswith(",sí,no,una temperatura baja quita seguridad")
+    assert report.csv_text(Report(1, "ABCDEF", "sampling", 0.0, 600.0, 4), [row]).startswith("date,lesson,code")
+    assert report.label(Report(1, "ABCDEF", "sampling.es", 0.0, 600.0, 4), "Muestreo", "es").endswith(
+        " · Muestreo · 4 teléfonos")
+    assert report.kept_note("es").startswith(("El servidor guarda", "Este Space público"))
 
 
 def test_every_adopted_text_is_on_the_page(served):

@@ -277,7 +277,9 @@ def test_a_question_is_covered_until_reveal_then_the_model_answers_beside_the_vo
     shown = lectern.move(lectern.open({"lesson": name}).secret, +1)
     code = shown.lecture.code
     assert shown.hides and presenter.client(shown) == {"code": code, "secret": shown.secret, "hide": True,
-                                                       "prev": False, "next": False}      # steps 1 and 3 ask nothing
+                                                       "prev": False, "next": False,      # steps 1 and 3 ask nothing
+                                                       "hidden": "Hidden until Reveal: predict first",
+                                                       "copied": "Copied: keep it private"}
     for device, choice in [("phone-aaaa", "a"), ("phone-bbbb", "a"), ("phone-cccc", "b")]:
         assert lectern.lectures.vote(code, device, choice)
     waiting = presenter.bar(shown, lectern.lectures, "/")

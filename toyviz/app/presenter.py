@@ -23,8 +23,7 @@ from markdown_it import MarkdownIt
 from toyviz.app.views.watch import shared_runs
 from toyviz.classroom import qr
 from toyviz.classroom.store import Lecture, Lectures
-from toyviz.errors import UserError
-from toyviz.i18n import LANGUAGES, t
+from toyviz.i18n import LANGUAGES, mistake, t
 from toyviz.lessons import answers, library
 from toyviz.lessons.check import check
 from toyviz.lessons.format import Answer, Lesson, Question, Step, matches
@@ -44,6 +43,7 @@ KEEP_SECRET = f"""(info) => {{
     window.toyvizLesson = info;
     document.body.classList.toggle('lesson-hides', !!(info && info.hide));
     if (!info || !info.code) return;
+    document.body.style.setProperty('--lesson-hidden', JSON.stringify(info.hidden));
     if (info.secret) localStorage.setItem('{STORED}' + info.code, info.secret);
     const query = new URLSearchParams(location.search);
     if (query.get('lecture') !== info.code || query.has('present') || query.has('lesson'))
@@ -57,7 +57,7 @@ COPY_PRESENTER_LINK = f"""() => {{
     if (!secret) return;
     const link = location.origin + location.pathname + '?present=' + encodeURIComponent(secret);
     const button = document.getElementById('lesson-copy'), label = button.textContent;
-    button.textContent = 'Copied: keep it private';
+    button.textContent = window.toyvizLesson.copied;
     setTimeout(() => {{ button.textContent = label; }}, 2500);
     if (navigator.clipboard && window.isSecureContext) {{ navigator.clipboard.writeText(link).catch(() => {{}}); return; }}
     const box = Object.assign(document.createElement('textarea'), {{value: link}});
@@ -137,7 +137,7 @@ class Presenter:
         checked against the loaded models, started from `address` (the store keeps few per address)."""
         found = library.available()
         if name not in found:
-            raise UserError(f"no lesson {name!r}: the lessons here are {', '.join(found)}")
+            raise mistake("errors.lesson.unknown", name=repr(name), found=", ".join(found))
         explorer = self.explorer
         lesson = check(library.lesson_of(name), explorer.models.need_gpt(), explorer.translator, explorer.caches.features)
         _, secret = self.lectures.start(name, len(lesson.steps), address)
@@ -146,8 +146,7 @@ class Presenter:
     def shown(self, secret: str) -> Shown:
         lecture = self.lectures.presenting(secret)
         if lecture is None:
-            raise UserError("this presenter link is unknown or its lecture has ended (a code lasts the day): "
-                            "open the lesson again")
+            raise mistake("errors.lesson.link_unknown")
         return Shown(lecture, library.lesson_of(lecture.lesson), secret)
 
     def open(self, query: dict, stored: str = "", address: str = "?") -> Shown | None:
@@ -161,8 +160,7 @@ class Presenter:
         if query.get("lecture"):
             lecture = self.lectures.presenting(stored) if stored else None
             if lecture is None or lecture.code != query["lecture"]:
-                raise UserError(f"this browser does not hold the presenter's key of lecture {query['lecture']}: "
-                                "open the presenter link")
+                raise mistake("errors.lesson.not_presenter", code=query["lecture"])
             return self.shown(stored)
         return None
 
@@ -216,14 +214,15 @@ def view(shown: Shown) -> dict:
 
 
 def client(shown: Shown | None) -> dict:
-    """What the page script (KEEP_SECRET, `moving`) needs: the code, the secret to keep, whether to cover the
-    answers now, and on the steps Prev and Next lead to."""
+    """What the page script (KEEP_SECRET, `moving`, COPY_PRESENTER_LINK) needs: the code, the secret to keep,
+    whether to cover the answers now and on the steps Prev and Next lead to, and its words in the lecture's language."""
     if shown is None:
         return {"hide": False}
     steps, at = shown.lesson.steps, shown.lecture.step
     asks = lambda n: steps[min(max(n, 0), len(steps) - 1)].question is not None
+    lang = shown.lesson.language
     return {"code": shown.lecture.code, "secret": shown.secret, "hide": shown.hides, "prev": asks(at - 1),
-            "next": asks(at + 1)}
+            "next": asks(at + 1), "hidden": t("bar.hidden", lang), "copied": t("bar.copied", lang)}
 
 
 # ---------------------------------------------------------------- the bar ----------

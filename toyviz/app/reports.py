@@ -11,6 +11,7 @@ import html
 
 import gradio as gr
 
+from toyviz import i18n
 from toyviz.app import presenter
 from toyviz.app.widgets import friendly
 from toyviz.classroom import report
@@ -43,31 +44,37 @@ def layout(ui):
     ui.report_id = gr.State(None)
 
 
-def past(lessons, keys: list[str], value: int | None = None) -> gr.Dropdown:
-    """The past lectures these presenter's keys drove, newest first."""
-    return gr.Dropdown(choices=[(report.label(r), r.id) for r in lessons.lectures.reports(keys)], value=value)
+def past(lessons, keys: list[str], value: int | None = None, lang: str | None = None) -> gr.Dropdown:
+    """The past lectures these presenter's keys drove, newest first, and how long they are kept, in the visitor's
+    language (default: the event's)."""
+    lang = lang or i18n.current()
+    return gr.Dropdown(choices=[(report.label(r, lang=lang), r.id) for r in lessons.lectures.reports(keys)],
+                       value=value, info=report.kept_note(lang))
 
 
 def ended_bar(lessons, report_id: int, keys: list[str]) -> str:
+    """The lesson bar once its lecture has ended, in the lecture's language as the bar was."""
     kept = lessons.lectures.report(report_id, keys)
+    lesson = report.lesson_now(kept)
+    lang = lesson.language if lesson else i18n.current()
     questions = sum("ask" in step.content for step in kept.steps)
-    return (f"<div class='lesson'><div class='lesson-main'><div class='lesson-head'><b>Lecture {html.escape(kept.code)} "
-            f"has ended</b></div><div class='lesson-text'>{kept.phones} phones voted on {questions} questions. Its "
-            "report is below (the HTML page has a figure per question: the class's votes beside the model's answer), "
-            "and under Past lectures. The code no longer works; pick a lesson to start another lecture.</div></div></div>")
+    return (f"<div class='lesson'><div class='lesson-main'><div class='lesson-head'><b>"
+            f"{html.escape(i18n.t('report.ended_head', lang, code=kept.code))}</b></div><div class='lesson-text'>"
+            f"{html.escape(i18n.t('report.ended_text', lang, phones=kept.phones, questions=questions))}</div></div></div>")
 
 
 def wire(ui, demo: gr.Blocks, lessons):
     """The page's load lists this browser's past lectures; End lecture (confirmed) ends the lecture at once (its
     votes' refresh stopped), then hands its report over; a past lecture picked is written again, against its
     lesson as it is now."""
-    def listed(keys: str):
+    def listed(keys: str, request: gr.Request = None):
         """The keys as the page script read them (kept in the hidden box: a script's values reach the server, not
         the box), and the past lectures they list."""
         split = (keys or "").split()
         if not split:                                # no presenter here: no store opened, nothing shown
             return gr.skip(), gr.skip(), gr.skip()
-        return gr.Row(visible=bool(lessons.lectures.reports(split))), past(lessons, split), keys
+        return (gr.Row(visible=bool(lessons.lectures.reports(split))), past(lessons, split, lang=i18n.language(request)),
+                keys)
 
     def ended(lecture: dict, keys: str, request: gr.Request = None):
         secret = lecture.get("secret")

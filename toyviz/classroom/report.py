@@ -127,44 +127,43 @@ def percent(share: float | None) -> str:
     return "" if share is None else f"{100 * share:.0f} %"
 
 
-def label(report: Report, title: str = "") -> str:
+def label(report: Report, title: str = "", lang: str = LANGUAGES[0]) -> str:
     """A report as the past-lectures list names it."""
-    return f"{when(report.started)} · {title or Path(report.lesson).stem} · {report.phones} phones"
+    return t("report.listed", lang, date=when(report.started), title=title or Path(report.lesson).stem,
+             phones=report.phones)
 
 
-def kept_note() -> str:
+def kept_note(lang: str = LANGUAGES[0]) -> str:
     """How long reports are kept here, as the presenter's screen says it."""
     days = store.report_days()
     if days:
-        disk = "" if store.default_path().is_relative_to(store.SPACE_STORAGE) else \
-            " (this Space has no persistent storage: a restart of the Space empties it sooner)"
-        return (f"This public Space keeps a lecture's report for {days} days{disk}, and only this browser lists "
-                "it: download the HTML and the CSV to keep them.")
-    return (f"The server keeps the newest {store.REPORTS_KEPT} lectures' reports; only this browser (which "
-            "holds their presenter keys) lists them.")
+        disk = "" if store.default_path().is_relative_to(store.SPACE_STORAGE) else t("report.kept_no_disk", lang)
+        return t("report.kept_days", lang, days=days, disk=disk)
+    return t("report.kept_newest", lang, most=store.REPORTS_KEPT)
 
 
 # ---------------------------------------------------------------- the CSV ----------
 
-HEADER = ("date", "lesson", "code", "phones", "step", "title", "question", "choice", "votes", "share of votes",
-          "model's answer", "choice is the model's", "share right", "shown (s)", "revealed", "changed since",
-          "misconception")
+COLUMNS = ("date", "lesson", "code", "phones", "step", "title", "question", "choice", "votes", "share_of_votes",
+           "model_answer", "is_model", "share_right", "shown", "revealed", "changed", "misconception")   # report.csv.*
 
 
-def csv_text(report: Report, made: list[Row], title: str = "") -> str:
-    """One line per choice of each question step (a typed question: per answer typed; no votes: one line)."""
+def csv_text(report: Report, made: list[Row], title: str = "", lang: str = LANGUAGES[0]) -> str:
+    """One line per choice of each question step (a typed question: per answer typed; no votes: one line); its
+    column names and yes / no in the lecture's language (a spreadsheet in Spanish reads "sí")."""
     out = io.StringIO()
     table = csv.writer(out, lineterminator="\n")
-    table.writerow(HEADER)
+    said = lambda key: t("report.csv." + key, lang)
+    table.writerow(map(said, COLUMNS))
     for row in made:
         named = {choice: meaning for choice, meaning, _ in row.misconceptions}
         for choice in row.choices or ("",):
             count = row.tally.get(choice, 0)
             table.writerow([when(report.started), title or report.lesson, report.code, report.phones, row.step,
                             row.title, row.ask, choice, count, percent(count / row.votes if row.votes else None),
-                            row.answer, "yes" if row.answer and choice and matches(choice, row.answer) else "",
-                            percent(row.share_right), round(row.seconds), "yes" if row.revealed else "no",
-                            {None: "unknown", True: "yes", False: "no"}[row.changed], named.get(choice, "")])
+                            row.answer, said("yes") if row.answer and choice and matches(choice, row.answer) else "",
+                            percent(row.share_right), round(row.seconds), said("yes" if row.revealed else "no"),
+                            said({None: "unknown", True: "yes", False: "no"}[row.changed]), named.get(choice, "")])
     return out.getvalue()
 
 
@@ -284,4 +283,4 @@ def files(lectures: Lectures, report_id: int, secrets) -> list[str]:
            f"{Path(report.lesson).stem}-{report.code}"
     lang = lesson.language if lesson else LANGUAGES[0]
     return [EXPORTS.write(f"{stem}.html", html_page(report, lines, title, lang)),
-            EXPORTS.write(f"{stem}.csv", csv_text(report, lines, title))]
+            EXPORTS.write(f"{stem}.csv", csv_text(report, lines, title, lang))]

@@ -80,46 +80,50 @@ def client(request: Request) -> str:
 
 def refused(throttle: Throttle, request: Request) -> Response | None:
     wait = throttle.wait(client(request))
-    return JSONResponse({"error": "too many requests from this address; try again soon"}, 429,
+    return JSONResponse({"error": said("too_many", request)}, 429,
                         {"Retry-After": str(max(1, round(wait)))}) if wait else None
 
 
-def not_found(code: str, ended: bool = False) -> JSONResponse:
-    if ended:                                     # End lecture: the presenter closed it
-        return JSONResponse({"error": f"The presenter has ended lecture {normal(code)}: thank you for taking part."}, 404)
-    return JSONResponse({"error": f"No lecture has the code {normal(code)} today (a code ends with its day)."}, 404)
+def said(key: str, request: Request, **fields) -> str:
+    """A refusal in the phone's language (its page's ?lang=, which the page puts on every route it asks, else its
+    Accept-Language): the catalogues' errors.phone.<key>."""
+    return i18n.t("errors.phone." + key, i18n.language(request), **fields)
 
 
-def unfit(choice: str) -> str:
+def not_found(code: str, request: Request, ended: bool = False) -> JSONResponse:
+    # ended: End lecture, the presenter closed it
+    return JSONResponse({"error": said("ended" if ended else "no_lecture", request, code=normal(code))}, 404)
+
+
+def unfit(choice: str, request: Request) -> str:
     """Why a typed answer cannot be a vote, in the words the phone shows ("" when it can)."""
     if not choice.strip():
-        return "the answer is empty: type a token or a number"
+        return said("empty", request)
     if len(choice) > LONGEST_CHOICE:
-        return (f"the answer is {len(choice):,} characters; one holds at most {LONGEST_CHOICE} "
-                "(a token or a number): shorten it and vote again")
+        return said("too_long", request, length=len(choice), most=LONGEST_CHOICE)
     return ""
 
 
-def not_counted(lectures: Lectures, lecture: Lecture) -> str:
+def not_counted(lectures: Lectures, lecture: Lecture, request: Request) -> str:
     """Why the store refused a fitting vote on the lecture's current step (it says only False)."""
     if lectures.closed(lecture.code, lecture.step):
-        return "the answer is out: this step's votes are closed"
+        return said("closed", request)
     if sum(lectures.tally(lecture.code, lecture.step).values()) >= store.VOTES_PER_STEP:
-        return f"this step's ballot box is full ({store.VOTES_PER_STEP:,} votes): yours was not counted"
-    return "this phone has already voted on this step"
+        return said("full", request, most=store.VOTES_PER_STEP)
+    return said("already", request)
 
 
-def current(lectures: Lectures, lecture: Lecture) -> dict:
+def current(lectures: Lectures, lecture: Lecture, request: Request) -> dict:
     """What a phone shows of a lecture: the step, its question and choices, and once revealed, the model's
-    answer with the class's votes beside it."""
+    answer with the class's votes beside it (its detail in the lecture's language, as the Reveal wrote it)."""
     now = {"step": lecture.step, "steps": lecture.steps, "revealed": lecture.revealed, "version": lecture.version,
            "changed": round(lecture.changed)}
     try:
         lesson = lesson_of(lecture.lesson)
     except (OSError, LessonError) as err:        # the lecturer's file moved or broke: say so, keep following
-        return {**now, "lesson": "", "title": f"The lesson cannot be read: {err}"}
+        return {**now, "lesson": "", "title": said("unreadable", request, why=err)}
     if lecture.step >= len(lesson.steps):
-        return {**now, "lesson": lesson.title, "title": "This step is no longer in the lesson file"}
+        return {**now, "lesson": lesson.title, "title": said("step_gone", request)}
     step = lesson.steps[lecture.step]
     question = step.question
     now.update(lesson=lesson.title, title=step.title, link=step.link, question=question and question.ask,
@@ -134,7 +138,7 @@ def current(lectures: Lectures, lecture: Lecture) -> dict:
 def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
     api = APIRouter(prefix="/class")
     joins, votes = Throttle(*JOINS), Throttle(*VOTES)
-    built: dict[tuple[str, int], bytes] = {}                  # (code, version) → the /now body
+    built: dict[tuple[str, int, str], bytes] = {}             # (code, version, language) → the /now body
 
     @api.get("", response_class=HTMLResponse)
     @api.get("/{code}", response_class=HTMLResponse)
@@ -146,16 +150,16 @@ def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
     async def now(code: str, request: Request):              # on the event loop: one indexed read, no thread hop
         lecture = lectures.now(code)
         if lecture is None:
-            return refused(joins, request) or not_found(code, lectures.ended(code))
-        tag = f'"{lecture.code}.{lecture.version}"'
+            return refused(joins, request) or not_found(code, request, lectures.ended(code))
+        key = (lecture.code, lecture.version, i18n.language(request))
+        tag = '"{}.{}.{}"'.format(*key)
         headers = {"ETag": tag, "Cache-Control": "no-cache"}
         if request.headers.get("if-none-match") == tag:
             return Response(status_code=304, headers=headers)
-        key = (lecture.code, lecture.version)
         if key not in built:
             if len(built) >= PAYLOADS_KEPT:
                 built.clear()
-            built[key] = json.dumps(current(lectures, lecture), ensure_ascii=False, separators=(",", ":")).encode()
+            built[key] = json.dumps(current(lectures, lecture, request), ensure_ascii=False, separators=(",", ":")).encode()
         return Response(built[key], media_type="application/json", headers=headers)
 
     @api.post("/{code}/vote")
@@ -164,23 +168,23 @@ def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
             return too_many
         lecture = lectures.now(code)
         if lecture is None:
-            return not_found(code)
+            return not_found(code, request)
         if ballot.step != lecture.step:
             return JSONResponse({"counted": False, "step": lecture.step,
-                                 "why": "the presenter has moved on: this vote was for another step"}, 409)
-        choices = current(lectures, lecture).get("choices")
+                                 "why": said("moved_on", request)}, 409)
+        choices = current(lectures, lecture, request).get("choices")
         if choices and ballot.choice not in choices:
-            return JSONResponse({"error": f"{ballot.choice!r} is not one of this step's choices"}, 422)
-        if problem := unfit(ballot.choice):
+            return JSONResponse({"error": said("not_a_choice", request, choice=repr(ballot.choice))}, 422)
+        if problem := unfit(ballot.choice, request):
             return JSONResponse({"counted": False, "step": lecture.step, "why": problem}, 422)
         counted = lectures.vote(code, ballot.device, ballot.choice)
-        return {"counted": counted, "step": lecture.step, "why": "" if counted else not_counted(lectures, lecture)}
+        return {"counted": counted, "step": lecture.step, "why": "" if counted else not_counted(lectures, lecture, request)}
 
     def presenter(code: str, secret: str, request: Request, act) -> Response | dict:
         lecture = lectures.presenting(secret)
         if lecture is None or lecture.code != normal(code):
             return refused(joins, request) or JSONResponse(
-                {"error": "only the presenter's link can move or reveal this lecture"}, 403)
+                {"error": said("presenter_only", request)}, 403)
         return dataclasses.asdict(act())
 
     @api.post("/{code}/step")

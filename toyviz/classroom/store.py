@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toyviz.errors import UserError
+from toyviz.i18n import LANGUAGES, mistake, t
 from toyviz.lessons.format import Answer
 
 DEFAULT_PATH = Path("~/.cache/toyviz/lectures.sqlite3")
@@ -224,8 +225,7 @@ class Lectures:
                             "WHERE address = ? ORDER BY changed DESC LIMIT ?)",
                         (address, address, LECTURES_PER_ADDRESS - 1))
             if db.execute("SELECT COUNT(*) FROM lectures").fetchone()[0] >= LECTURES_LIVE:
-                raise UserError(f"this server is running {LECTURES_LIVE:,} lectures today, the most it keeps: "
-                                "a new one can start once today's have ended (codes last the day)")
+                raise mistake("errors.lesson.server_full", most=LECTURES_LIVE)
             while True:                                  # a clash among the day's codes: draw again
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
                 try:
@@ -247,7 +247,7 @@ class Lectures:
     def driven(self, secret: str) -> Lecture:
         lecture = self.presenting(secret)
         if lecture is None:
-            raise NotPresenter("only the presenter's link can move or reveal a lecture")
+            raise NotPresenter(t("errors.phone.presenter_only", LANGUAGES[0]), "errors.phone.presenter_only")
         return lecture
 
     def change(self, lecture: Lecture, step: int, revealed: bool) -> Lecture:

@@ -11,8 +11,7 @@ import json
 import torch
 
 from toyviz.api import GPT
-from toyviz.errors import UserError
-from toyviz.i18n import LANGUAGES, catalogue, t
+from toyviz.i18n import LANGUAGES, Term, catalogue, mistake, t
 from toyviz.interpret.causal_mask import first_difference, prediction_shift, with_last_word
 from toyviz.interpret.positions import distinguishability
 from toyviz.lessons.format import LIVE_ANSWERS, Answer, Step, matches
@@ -37,28 +36,29 @@ def top_token(gpt, view):
     probs = next_token_probs(last_logits(gpt, view))
     p, i = probs.max(0)
     piece = gpt.tokenizer.piece(int(i))
-    return piece, f"the model's top next token is {quoted(piece)}, with probability {p:.0%}"
+    return piece, ("top_token", {"token": quoted(piece), "p": float(p)})
 
 
 def top_probability(gpt, view):
     logits, t = last_logits(gpt, view), view["temperature"]
     at_t, at_1 = float(next_token_probs(logits, t).max()), float(next_token_probs(logits).max())
     value = "higher" if at_t > at_1 + 1e-6 else "lower" if at_t < at_1 - 1e-6 else "the same"
-    return value, f"the top token has {at_t:.1%} at temperature {t:g} and {at_1:.1%} at temperature 1"
+    return value, ("top_probability", {"at_t": at_t, "t": t, "at_1": at_1})
 
 
 def kept_tokens(gpt, view):
     probs = next_token_probs(last_logits(gpt, view), view["temperature"], view["top_k"], view["top_p"])
     kept = int((probs > 0).sum())
-    return str(kept), (f"{kept} of {probs.numel():,} tokens keep some probability at temperature "
-                       f"{view['temperature']:g}, top-k {view['top_k']}, top-p {view['top_p']:g}")
+    return str(kept), ("kept_tokens", {"kept": kept, "vocab": probs.numel(), "t": view["temperature"],
+                                       "top_k": view["top_k"], "top_p": view["top_p"]})
 
 
 def distinct_draws(gpt, view):
     probs = next_token_probs(last_logits(gpt, view), view["temperature"], view["top_k"], view["top_p"])
     generator = torch.Generator().manual_seed(view["seed"])
     drawn = [gpt.tokenizer.piece(draw(probs, generator)) for _ in range(DRAWS)]
-    return str(len(set(drawn))), f"{DRAWS} draws (seed {view['seed']}): " + ", ".join(map(quoted, drawn))
+    return str(len(set(drawn))), ("distinct_draws", {"draws": DRAWS, "seed": view["seed"],
+                                                     "drawn": ", ".join(map(quoted, drawn))})
 
 
 def attended_token(gpt, view):
@@ -70,9 +70,9 @@ def attended_token(gpt, view):
     query = clamp(view["query"], -len(trace.tokens), len(trace.tokens) - 1, int, "query") % len(trace.tokens)
     weights = trace.attention[layer, head, query]
     key = int(weights.argmax())
-    return trace.tokens[key], (f"head {layer}.{head} puts {float(weights[key]):.0%} of position {query} "
-                               f"({quoted(trace.tokens[query])})'s attention on {quoted(trace.tokens[key])} "
-                               f"at position {key}")
+    return trace.tokens[key], ("attended_token", {"head": f"{layer}.{head}", "share": float(weights[key]),
+                                                  "query": query, "query_token": quoted(trace.tokens[query]),
+                                                  "at": key, "at_token": quoted(trace.tokens[key])})
 
 
 def leak(gpt, view):
@@ -84,9 +84,7 @@ def leak(gpt, view):
     # upto ≥ 1: both prompts start with the same BOS
     shut = float(prediction_shift(masked, changed, upto).max())
     open_ = float(prediction_shift(unmasked, changed_unmasked, upto).max())
-    return ("yes" if open_ > 1e-4 else "no"), (
-        f"with the last word changed to {quoted(LAST_WORD)}, the earlier predictions move by up to {open_:.2g} "
-        f"without the causal mask and by {shut:.2g} with it")
+    return ("yes" if open_ > 1e-4 else "no"), ("leak", {"word": quoted(LAST_WORD), "open": open_, "shut": shut})
 
 
 def kv_speedup(gpt, view):
@@ -94,16 +92,15 @@ def kv_speedup(gpt, view):
                                                                      use_cache=cached))
                  for cached in (True, False)}
     w, wo = positions[True], positions[False]
-    return str(round(wo / w)), (f"{KV_NEW_TOKENS} new tokens: {wo:,} positions computed without the KV cache, "
-                                f"{w:,} with it ({wo / w:.1f}× fewer)")
+    return str(round(wo / w)), ("kv_speedup", {"new": KV_NEW_TOKENS, "without": wo, "with_cache": w,
+                                               "ratio": wo / w})
 
 
 def confused_encoding(gpt, view):
     length, d_model = FORMULA["length"], FORMULA["d_model"]
     distance = {v: distinguishability(sinusoidal_encoding(length, d_model, v)) for v in ENCODING_VARIANTS}
     worst = min(distance, key=distance.get)
-    return worst, ("the smallest distance between two positions' encodings: " +
-                   ", ".join(f"{v} {d:.3f}" for v, d in distance.items()))
+    return worst, ("confused_encoding", {"distances": ", ".join(f"{v} {d:.3f}" for v, d in distance.items())})
 
 
 def induction_step(runs: LiveRuns | None, view):
@@ -112,20 +109,20 @@ def induction_step(runs: LiveRuns | None, view):
     yet: the reveal is refused with why, and nothing is stored."""
     run = runs.current() if runs is not None else None
     if run is None or run.recipe != "induction":
-        raise UserError("no induction run to read: a step with 'train: induction' starts one when it is shown "
-                        "(or press Start on the Watch it learn tab)")
+        raise mistake("errors.lesson.no_induction_run")
     step = crossing_step(run, BORN_AT)
     last = run.records[-1]["step"] if run.records else 0
     if step is None and run.running:
-        raise UserError(f"the run is still training (step {last} of {run.settings['steps']}) and no head has "
-                        f"formed yet: reveal once the in-context loss has dropped")
+        raise mistake("errors.lesson.still_training", step=last, steps=run.settings["steps"])
     if step is None:
-        return "never", f"no head's induction score reached {BORN_AT} in this run ({run.state} at step {last})"
-    return str(step), (f"the best head's induction score reached {BORN_AT} at step {step} of this run "
-                       f"(seed {run.seed}), where the in-context loss drops")
+        return "never", ("never_formed", {"score": BORN_AT, "state": Term("notes.watch.state_" + run.state),
+                                          "step": last})
+    return str(step), ("induction_step", {"score": BORN_AT, "step": step, "seed": run.seed})
 
 
-COMPUTED = {     # format.ANSWERS' names → what computes each: of the GPT, or (LIVE_ANSWERS) of the live runs
+# format.ANSWERS' names → what computes each, of the GPT or (LIVE_ANSWERS) of the live runs: (value, (detail, fields)),
+# the detail's sentence the catalogues' answers.detail.<detail> (said in the lecture's language, not the visitor's)
+COMPUTED = {
     "top token": top_token,
     "top probability": top_probability,
     "kept tokens": kept_tokens,
@@ -146,9 +143,9 @@ def answer(step: Step, gpt: GPT | None, runs: LiveRuns | None = None, lang: str 
         raise ValueError(f"step {step.title!r} asks no question")
     kind = step.question.answer
     if kind not in LIVE_ANSWERS and gpt is None:
-        raise UserError("no GPT is loaded to answer this question")
-    value, detail = COMPUTED[kind](runs if kind in LIVE_ANSWERS else gpt, step.view)
+        raise mistake("errors.lesson.no_gpt")
+    value, (detail, fields) = COMPUTED[kind](runs if kind in LIVE_ANSWERS else gpt, step.view)
     worded = "answers." + value.replace(" ", "_")
     value = t(worded, lang) if worded in catalogue(LANGUAGES[0]) else value
     choice = next((i for i, c in enumerate(step.question.choices) if matches(c, value)), None)
-    return Answer(value, detail, choice)
+    return Answer(value, t("answers.detail." + detail, lang, **fields), choice)

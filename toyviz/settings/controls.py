@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from toyviz.errors import UserError
-from toyviz.i18n import LANGUAGES, Term, catalogue, t
+from toyviz.i18n import LANGUAGES, Term, catalogue, mistake, t
 
 MAX_PROMPT_CHARS = 20_000     # longer prompts are cut before tokenising (the context holds far less)
 MAX_NEW_TOKENS = 256          # one visitor cannot hold a worker for long
@@ -133,7 +133,7 @@ def refused(name: str, given: str, low: str, high: str, label: str | None = None
     fields = dict(label=_term(label, name, "label", LABELS.get(name, name.replace("_", " "))), given=given, low=low,
                   high=high, meaning=_term(meaning, name, "meaning", MEANINGS.get(name, "")))
     key = "controls.refused_whole" if isinstance(DEFAULTS.get(name, 0), int) else "controls.refused"
-    return UserError(t(key, LANGUAGES[0], **fields), key, **fields)
+    return mistake(key, **fields)
 
 
 def refusal(name: str, given: str, low: str, high: str, label: str | None = None, meaning: str | None = None) -> str:
