@@ -358,8 +358,9 @@ def test_the_views_notes_and_messages_are_spanish(shipped):
         assert "Este modelo no añade ningún vector de posición" in note, note
         assert TABS["layernorm"].render(shipped, DEFAULT_PROMPT, "block0.ln1", -1, False, "gpt")[0].startswith(
             "En promedio sobre los tokens")
-        assert "| cabeza | etiqueta | puntuación |" in TABS["attention"].render(shipped, DEFAULT_PROMPT, 0, 0, "probs", [],
-                                                                              False, "gpt")[3]
+        heads = TABS["attention"].render(shipped, DEFAULT_PROMPT, 0, 0, "probs", [], False, "gpt")[3]
+        assert "| cabeza | etiqueta | puntuación |" in heads and "de su atención de media" in heads
+        assert not any(english in heads for english in ("of its attention", "no clear pattern", "of probes", "strongest"))
         residual = TABS["residual"].render(shipped, DEFAULT_PROMPT, -1, False, "encoder")
         assert residual[3].layout.title.text == "Lente de logits"
         assert "elige el GPT" in residual[3].layout.annotations[0].text
@@ -380,6 +381,26 @@ def test_the_views_notes_and_messages_are_spanish(shipped):
             assert said in i18n.said(err.value), i18n.said(err.value)
     with i18n.speaking("en"):
         assert model.snapshot_note("final", []).startswith("The **final** model")
+
+
+def test_the_why_paragraph_is_spanish_with_its_numbers_linked_as_in_english(shipped):
+    """The Why tab's paragraph from the catalogues' why.*: in Spanish every number still a link to the same panel,
+    in the same order, and no English sentence left."""
+    from toyviz.interpret import explain
+    from toyviz.interpret.explain.ngrams import build_index
+    gpt = shipped.gpt
+    ids = explain.encode(gpt, "I thank you, my good")
+    w = explain.why(gpt, "I thank you, my good", " friend", index=build_index(ids[1:] * 3))
+    english = explain.paragraph(w)
+    with i18n.speaking("es"):
+        spanish = explain.paragraph(w)
+    linked = lambda segments: [(text, panel) for text, panel in segments if panel]
+    assert [panel for _, panel in linked(spanish)] == [panel for _, panel in linked(english)]
+    numbers = lambda segments: [text for text, panel in linked(segments) if text[-1].isdigit() or text[-1] == "%"]
+    assert numbers(spanish) == numbers(english) and len(numbers(english)) >= 8
+    text = "".join(text for text, _ in spanish)
+    assert text.startswith("Tras «…") and "La atribución directa a los logits" in text and "gradientes integrados" in text
+    assert not any(word in text for word in ("After", " the model", "Direct logit", "integrated gradients", " times "))
 
 
 def test_a_number_past_its_range_is_noted_and_refused_in_spanish():

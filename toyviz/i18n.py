@@ -57,6 +57,23 @@ def t(key: str, lang: str | None = None, **fields) -> str:
     return text.format(**said) if said else text
 
 
+def parts(key: str, lang: str | None = None, **fields) -> list[tuple[str, str | None]]:
+    """The key's text as `t` says it, cut at its fields: [(text, None) for the words, (value, field name) for each
+    field], so a caller can make a field a link (the Why paragraph's numbers point at their panels) while a
+    translator moves the fields about in the sentence."""
+    lang = lang if lang in LANGUAGES else _current.get()
+    text = catalogue(lang).get(key) or catalogue(LANGUAGES[0])[key]
+    out = []
+    for literal, name, spec, conversion in string.Formatter().parse(text):
+        if literal:
+            out.append((literal, None))
+        if name is not None:
+            value = fields[name]
+            value = t(value, lang) if isinstance(value, Term) else value
+            out.append((format(str(value) if conversion == "s" else value, spec or ""), name))
+    return out
+
+
 def best(accept_language: str | None) -> str | None:
     """The Accept-Language header's most wanted language of ours ("es-MX,es;q=0.9,en;q=0.8" → "es"), or None."""
     wanted = []

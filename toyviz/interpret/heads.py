@@ -18,22 +18,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from toyviz.i18n import LANGUAGES, Term, catalogue, t
+
+from toyviz.i18n import LANGUAGES, Term, catalogue, t
+
 THRESHOLD = 0.4
-DESCRIPTIONS = {
-    "previous-token": "looks at the token just before",
-    "first-token": "parks its attention on the first token (attention sink)",
-    "self": "looks at its own token",
-    "induction": "looks at what followed the earlier occurrence of the current token",
-}
+PATTERNS = ("previous-token", "first-token", "self", "induction")   # what each does: the catalogues' heads.does.*
 
 
 @dataclass
 class HeadLabel:
     layer: int
     head: int
-    label: str                 # one of DESCRIPTIONS' keys, or "broad/mixed"
+    label: str                 # one of PATTERNS, or "broad/mixed"
     score: float               # the measured score behind the label, in [0, 1]
-    description: str           # one readable sentence with the number
+    description: str           # one readable sentence with the number, in the event's language
     scores: dict[str, float] = field(default_factory=dict)   # every measured pattern score
 
 
@@ -70,15 +69,21 @@ def label_head(layer: int, head: int, probs, token_ids: list[int], causal: bool 
                threshold: float = THRESHOLD) -> HeadLabel:
     """The pattern with the highest score if it reaches `threshold`, else "broad/mixed"."""
     scores = pattern_scores(probs, token_ids, causal)
-    patterns = {k: v for k, v in scores.items() if k in DESCRIPTIONS}
+    patterns = {k: v for k, v in scores.items() if k in PATTERNS}
     best = max(patterns, key=patterns.get, default=None)
     if best is not None and patterns[best] >= threshold:
         return HeadLabel(layer, head, best, patterns[best],
-                         f"{DESCRIPTIONS[best]}: {patterns[best]:.0%} of its attention on average", scores)
+                         t("heads.on_average", does=Term(f"heads.does.{best}"), share=patterns[best]), scores)
     entropy = scores.get("entropy", 0.0)
-    strongest = f" (strongest: {best} {patterns[best]:.0%})" if best else ""
-    return HeadLabel(layer, head, "broad/mixed", entropy,
-                     f"no clear pattern{strongest}; spread {entropy:.0%} of uniform (normalised entropy)", scores)
+    strongest = t("heads.strongest", name=pattern_name(best), score=f"{patterns[best]:.0%}") if best else ""
+    return HeadLabel(layer, head, "broad/mixed", entropy, t("heads.no_pattern", strongest=strongest, spread=entropy),
+                     scores)
+
+
+def pattern_name(label: str) -> str:
+    """A head's label ("induction", "previous-token", "broad/mixed") in the event's language."""
+    key = f"figures.heads.{label}"
+    return t(key) if key in catalogue(LANGUAGES[0]) else label
 
 
 def label_heads(trace, threshold: float = THRESHOLD) -> list[HeadLabel]:
@@ -165,9 +170,10 @@ def general_label(profile: dict, layer: int, head: int) -> str:
     scores = {p: profile[p][layer][head] for p in PROBE_PATTERNS if p in profile}
     best = max(scores, key=scores.get)
     if scores[best] < THRESHOLD:
-        return f"broad/mixed (strongest: {best} {scores[best]:.2f})"
+        return pattern_name("broad/mixed") + t("heads.strongest", name=pattern_name(best), score=f"{scores[best]:.2f}")
     share = profile.get(f"{best}_share")
-    return f"**{best}** {scores[best]:.2f}" + (f", on {share[layer][head]:.0%} of probes" if share else "")
+    return f"**{pattern_name(best)}** {scores[best]:.2f}" + (t("heads.on_probes", share=share[layer][head]) if share
+                                                              else "")
 
 
 def why_labels_differ(label: HeadLabel, profile: dict) -> str:
@@ -179,6 +185,6 @@ def why_labels_differ(label: HeadLabel, profile: dict) -> str:
         return ""
     here = label.scores.get(general)
     if here is None:
-        return f"this prompt repeats no token, so there is nothing for its {general} pattern to find"
-    probes = " (the probes repeat random tokens)" if general == "induction" else ""
-    return f"its {general} pattern takes {here:.0%} of its attention here, {score:.0%} over the probe set{probes}"
+        return t("heads.no_repeat", pattern=pattern_name(general))
+    return t("heads.takes", pattern=pattern_name(general), here=here, score=score,
+             probes=t("heads.random_probes") if general == "induction" else "")

@@ -12,6 +12,7 @@ from toyviz.app.figures import (BASE_FONT, PROJECTOR_HEIGHT, PROJECTOR_SCALE, ca
                numpy, pool, style, token_labels)
 from toyviz.i18n import LANGUAGES, catalogue, t
 from toyviz.models.names import layer_of
+from toyviz.interpret.heads import pattern_name
 from toyviz.models.trace import Trace
 
 MODES = ("probs", "scores")
@@ -102,12 +103,6 @@ def _title_band(n: int, L: int, height: int, projector: bool, least: int) -> int
     return max(least, math.ceil(line * L * n / max(plot - line * (L - 1), line)))
 
 
-def head_label(label: str) -> str:
-    """A head's automatic label (toyviz.interpret.heads: "induction", "previous-token" …) in the event's language."""
-    key = f"figures.heads.{label}"
-    return t(key) if key in catalogue(LANGUAGES[0]) else label
-
-
 def ablation_kind(kind: str) -> str:
     """How a head was switched off ("zero", "mean": toyviz.models), in the event's language."""
     key = f"figures.attention.ablation_{kind}"
@@ -122,7 +117,7 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
     The panels are tiles of ONE heatmap separated by white lines: a single trace builds and
     serialises an order of magnitude faster than L × H subplots."""
     L, H, T = trace.n_layer, trace.n_head, len(trace.token_ids)
-    names = {(h.layer, h.head): head_label(h.label) for h in labels or []}
+    names = {(h.layer, h.head): pattern_name(h.label) for h in labels or []}
     tiles = [[pool(attention_matrix(trace, layer, head, mode), GRID_CELLS, GRID_CELLS)[0] for head in range(H)]
              for layer in range(L)]
     n = tiles[0][0].shape[0]

@@ -4,9 +4,8 @@ from __future__ import annotations
 from toyviz.i18n import t
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import attention as attention_figs
-from toyviz.app.figures.attention import head_label
 from toyviz.app.views.text import gpt_only
-from toyviz.interpret.heads import HeadLabel, general_label, label_heads, why_labels_differ
+from toyviz.interpret.heads import HeadLabel, general_label, label_heads, pattern_name, why_labels_differ
 
 
 def head_table(labels: list[HeadLabel], profile: dict | None = None) -> str:
@@ -15,7 +14,7 @@ def head_table(labels: list[HeadLabel], profile: dict | None = None) -> str:
     general = (lambda l: "") if profile is None else (lambda l: f" {general_label(profile, l.layer, l.head)} |")
     differ = (lambda l: "") if profile is None else (lambda l: t("notes.heads.unlike", why=why)
                                                      if (why := why_labels_differ(l, profile)) else "")
-    rows = "\n".join(f"| {l.layer}.{l.head} | **{head_label(l.label)}** | {l.score:.2f} | {l.description}{differ(l)} |"
+    rows = "\n".join(f"| {l.layer}.{l.head} | **{pattern_name(l.label)}** | {l.score:.2f} | {l.description}{differ(l)} |"
                      f"{general(l)}" for l in labels)
     extra = ("", "") if profile is None else (t("notes.heads.over_probes"), "---|")
     return t("notes.heads.header") + f"{extra[0]}\n|---|---|---|---|{extra[1]}\n" + rows

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from toyviz.api import GPT
+from toyviz.i18n import LANGUAGES, Term, current, parts, t
 from toyviz.interpret.readout import logit_lens
 from toyviz.interpret.explain.attribution import Components, components
 from toyviz.interpret.explain.prompt import check_position, encode, pick_token
@@ -85,91 +86,76 @@ Segment = tuple[str, str | None]          # (text, the PANELS key its number com
 
 
 def _quote(piece: str) -> str:
-    return "“" + piece.replace("\n", "↵") + "”"
+    return t("why.quoted", piece=piece.replace("\n", "↵"))
 
 
 def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+    """n as a rank: 3rd in English; elsewhere the catalogue's why.rank ("3.º")."""
+    if current() == LANGUAGES[0]:
+        return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+    return t("why.rank", n=n)
 
 
 def paragraph(w: Why) -> list[Segment]:
-    """The evidence in a few sentences, each number a segment tied to the panel it comes from (the
-    tab turns them into links); the plain text is "".join of the texts."""
+    """The evidence in a few sentences (the catalogues' why.*, in the event's language), each number a segment tied
+    to the panel it comes from (the tab turns them into links); the plain text is "".join of the texts."""
     out: list[Segment] = []
-    say = lambda text, panel=None: out.append((text, panel))
+
+    def say(key: str, panels: dict[str, str] = {}, **fields):      # panels: field → the panel it points at
+        out.extend((text, panels.get(name)) for text, name in parts("why." + key, **fields))
+
+    def listed(items: list, one):                                    # a, b and c: one(item) says each
+        for k, item in enumerate(items):
+            one(item)
+            say("comma" if k + 2 < len(items) else "and" if k + 2 == len(items) else "stop")
+
     context = "".join(w.tokens[max(1, w.position - 3): w.position + 1]).replace("\n", "↵")
-    say(f"After “…{context}” the model gives {_quote(w.piece)} ")
-    say(f"{w.probability:.1%}", "prediction")
+    say("gives", {"p": "prediction"}, context=context, piece=_quote(w.piece), p=f"{w.probability:.1%}")
     top_id, top_piece, top_p = w.top[0]
     if top_id == w.token:
-        say(", its top choice. ")
+        say("top_is_it")
     else:
-        say(f"; its top choice is {_quote(top_piece)} at ")
-        say(f"{top_p:.1%}", "prediction")
-        say(". ")
+        say("top_other", {"top_p": "prediction"}, top=_quote(top_piece), top_p=f"{top_p:.1%}")
 
     c = w.components
-    named = c.verified[:PARAGRAPH_COMPONENTS]
-    say("Direct logit attribution (against the mean logit) credits most ")
-    for k, name in enumerate(named):
-        drop = float(c.effect[k, 0])
-        say(f"{name} (")
-        say(f"{float(c.verified_attribution[k]):+.2f}", "components")
-        say(f"; zeroed, log p {'falls' if drop >= 0 else 'rises'} by ")
-        say(f"{abs(drop):.2f}", "components")
-        say(")" + (", " if k + 2 < len(named) else " and " if k + 2 == len(named) else ". "))
+    say("attribution")
+    listed(list(enumerate(c.verified[:PARAGRAPH_COMPONENTS])), lambda item: say(
+        "component_falls" if float(c.effect[item[0], 0]) >= 0 else "component_rises",
+        {"attribution": "components", "drop": "components"}, name=item[1],
+        attribution=f"{float(c.verified_attribution[item[0]]):+.2f}", drop=f"{abs(float(c.effect[item[0], 0])):.2f}"))
     rho = c.spearman[0]
     if rho == rho:                                               # not nan
-        say(f"Over the {len(c.verified)} components removed one at a time, attribution and ablation agree in rank "
-            "with Spearman ρ = ")
-        say(f"{rho:.2f}", "components")
-        say(". ")
+        say("spearman", {"rho": "components"}, count=len(c.verified), rho=f"{rho:.2f}")
     against = c.disagreements("zero")
     if against:
-        say(f"For {', '.join(against)} they disagree in sign: attribution is linear, the model is not. ")
+        say("disagree", names=", ".join(against))
 
     s = w.saliency
     order = sorted(range(len(s.tokens)), key=lambda t: -abs(float(s.integrated[t])))[:PARAGRAPH_TOKENS]
-    say("By integrated gradients (from the BOS embedding" if s.baseline == "bos" else
-        "By integrated gradients (from a zero embedding")
-    say(f", {s.steps} steps, completeness gap ")
-    say(f"{s.gap:.2%}", "saliency")
-    say(") the input tokens that weigh most are ")
-    for k, t in enumerate(order):
-        say(f"{_quote(s.tokens[t])} (")
-        say(f"{float(s.integrated[t]):+.2f}", "saliency")
-        say(")" + (", " if k + 2 < len(order) else " and " if k + 2 == len(order) else ". "))
+    say("saliency_bos" if s.baseline == "bos" else "saliency_zero", {"gap": "saliency"}, steps=s.steps,
+        gap=f"{s.gap:.2%}")
+    listed(order, lambda t: say("salient", {"weight": "saliency"}, token=_quote(s.tokens[t]),
+                                weight=f"{float(s.integrated[t]):+.2f}"))
 
     first = w.first_top_layer
     if first is None:
-        say("No layer of the logit lens ranks it first; the output ranks it ")
-        say(_ordinal(w.lens_rank[-1] + 1), "lens")
-        say(". ")
+        say("lens_never", {"rank": "lens"}, rank=_ordinal(w.lens_rank[-1] + 1))
     elif first == w.lens_names[-1]:
-        say("The logit lens ranks it first only ")
-        say("after the last layer", "lens")
-        say(". ")
+        say("lens_last", {"after": "lens"}, after=Term("why.after_last"))
     else:
-        say("The logit lens already ranks it first ")
-        say(first, "lens")
-        say(". ")
+        say("lens_first", {"layer": "lens"}, layer=first)
 
     if w.sources is None:
-        say(f"Training-text counts: {w.sources_reason}.")
+        say("no_counts", reason=w.sources_reason)
     else:
         seen = [g for g in w.sources if g.count > 0]
         if not seen:
-            say(f"{_quote(w.piece)} ")
-            say("never", "sources")
-            say(f" follows {_quote(w.tokens[w.position])} in the training text: here the model generalises "
-                "rather than recalls.")
+            say("never", {"never": "sources"}, piece=_quote(w.piece), never=Term("why.never_word"),
+                last=_quote(w.tokens[w.position]))
         else:
             g = seen[-1]
             context = "".join(w.tokens[w.position - g.n + 1: w.position + 1])
-            say(f"In the training text {_quote(context)} is followed by {_quote(w.piece)} ")
-            say(f"{g.count:,}", "sources")
-            say(f" time{'s' if g.count != 1 else ''} out of ")
-            say(f"{g.context_count:,}", "sources")
-            say(" (only the last token: no longer context is followed by it there)." if g.n == 1 else
-                f" (the last {g.n} tokens: the longest context it follows there).")
+            say("followed_one" if g.count == 1 else "followed", {"count": "sources", "total": "sources"},
+                context=_quote(context), piece=_quote(w.piece), count=f"{g.count:,}", total=f"{g.context_count:,}")
+            say("only_last" if g.n == 1 else "last_n", n=g.n)
     return out
