@@ -331,6 +331,38 @@ def test_no_figure_title_or_axis_is_left_in_english_on_a_spanish_page(shipped, p
     assert counted > 150, counted          # the tabs were drawn, with their words
 
 
+def hover_texts(fig) -> list[str]:
+    """Every hover text a figure's traces carry: each template, and each cell's text of a per-cell hover."""
+    texts = []
+    for trace in fig.to_plotly_json()["data"]:
+        texts.append(trace.get("hovertemplate"))
+        cells = trace.get("hovertext")
+        if cells is not None and not isinstance(cells, str):
+            texts += [cell for row in cells for cell in (row if isinstance(row, (list, tuple)) else [row])][:3]
+    return [text for text in texts if isinstance(text, str)]
+
+
+def test_no_hover_is_left_in_english_on_a_spanish_page(shipped):
+    """What a figure says under the pointer: every hover text with words in it (plotly's %{…}, tags and the neutral
+    names aside) differs between English and Spanish."""
+    with i18n.speaking("en"):
+        english = every_figure(shipped, False)
+    with i18n.speaking("es"):
+        spanish = every_figure(shipped, False)
+    words = lambda text: re.sub(r"%\{[^}]*\}|<[^>]+>|\b(?:[TpkqvB]|id|rad|log|fp32|bf16|bytes|dim|[A-Z]{2,}\w*)\b", "",
+                                text)
+    left, counted = [], 0
+    for name, figures in english.items():
+        for en, es in zip(figures, spanish[name]):
+            for a, b in zip(hover_texts(en), hover_texts(es)):
+                worded = re.search(r"[A-Za-z]{3,}", words(a))
+                counted += bool(worded)
+                if worded and a == b:
+                    left.append((name, a))
+    assert left == [], left
+    assert counted > 60, counted
+
+
 def test_spanish_step_captions_fit_over_their_panels_on_a_projector(shipped):
     """Inside a head's captions in Spanish keep to the lengths that fit their panels on a projector (the English
     ones are checked in test_figures): steps 1–4 side by side, steps 9 and 10 half the width."""

@@ -55,7 +55,7 @@ def attention_trace(z, *, x, y, mode: str = "probs", coloraxis: str | None = Non
     return heatmap(z, x=x, y=y, colorscale=colours["colorscale"], zmin=colours.get("cmin"),
                    zmax=colours.get("cmax"), zmid=colours.get("cmid"), coloraxis=coloraxis, showscale=showscale,
                    colorbar_title=t("figures.probability") if mode == "probs" else t("figures.attention.score_qk"),
-                   hover=hover or f"query %{{y}} → key %{{x}}: %{{z:.3f}} ({mode})")
+                   hover=hover or t("figures.hover.query_key") + f" ({t('figures.attention.' + mode)})")
 
 
 LABEL_LINE = 1.3                     # a tick label needs about 1.3 × its font size in pixels
@@ -137,7 +137,7 @@ def attention_grid(trace: Trace, *, mode: str = "probs", labels=None, projector:
     titles = [dict(x=head * (n + gap) + n / 2, y=layer * (n + vgap) - 0.5, yanchor="bottom", showarrow=False,
                    text=f"L{layer} H{head}" + (f" · {names[layer, head]}" if (layer, head) in names else ""))
               for layer in range(L) for head in range(H)]
-    fig = figure(heatmap(z, hover=f"{mode} %{{z:.3f}}", coloraxis="coloraxis"), dict(
+    fig = figure(heatmap(z, hover=t("figures.attention." + mode) + " %{z:.3f}", coloraxis="coloraxis"), dict(
         coloraxis=dict(colorbar=dict(title=dict(text=t(f"figures.attention.{mode}"))), **colours),
         shapes=[dict(b, fillcolor="white", line=dict(width=0), layer="above") for b in bands],
         annotations=titles,
@@ -172,12 +172,10 @@ def ablation_comparison(trace: Trace, ablated: Trace, piece, *, position: int = 
     p1 = numpy(ablated.logits[position].float().softmax(-1)) if off else p0
     top = np.argsort(-np.maximum(p0, p1), kind="stable")[:n]
     names = [candidate_label(piece(int(i)), i) for i in top]
-    bars = [go.Bar(y=names, x=p0[top], orientation="h",
-                   name=t("figures.attention.all_on") if off else t("figures.attention.prediction"),
-                   hovertemplate="%{y}: %{x:.3f}<extra>all heads on</extra>")]
-    if off:
-        bars.append(go.Bar(y=names, x=p1[top], orientation="h", name=t("figures.attention.heads_off", heads=off),
-                           hovertemplate="%{y}: %{x:.3f}<extra>" + f"{off} off</extra>"))
+    series = [(p0, t("figures.attention.all_on") if off else t("figures.attention.prediction"))]
+    series += [(p1, t("figures.attention.heads_off", heads=off))] if off else []
+    bars = [go.Bar(y=names, x=p[top], orientation="h", name=name, hovertemplate="%{y}: %{x:.3f}<extra>" + name + "</extra>")
+            for p, name in series]
     after = token_labels(trace.tokens)[position]
     fig = figure(bars, dict(barmode="group", xaxis=dict(title=dict(text=t("figures.probability"))),
                             showlegend=bool(off), yaxis=dict(autorange="reversed",

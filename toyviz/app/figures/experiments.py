@@ -58,13 +58,13 @@ def curves(results: dict, variants: list[str] | None = None, x: str = "tokens", 
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=t("figures.experiments.as_trained", name=name), legendgroup=name,
             line=dict(color=colour(name), dash="dot"),
-            hovertemplate="%{x}: %{y:.3f} bits/char with the future visible (not comparable)<extra></extra>"))
+            hovertemplate=t("figures.hover.future_visible") + "<extra></extra>"))
         honest = r["val_bits_per_char"]
         fig.add_trace(go.Scatter(
             x=[xs[-1]], y=[honest], mode="markers+text", name=t("figures.experiments.honest", name=name),
             legendgroup=name, marker=dict(color=colour(name), symbol="diamond", size=12),
             text=[t("figures.experiments.honest_value", value=f"{honest:.3f}")], textposition="middle left", cliponaxis=False,
-            hovertemplate="end of training: %{y:.3f} bits/char, each position from its past alone<extra></extra>"))
+            hovertemplate=t("figures.hover.end_of_training") + "<extra></extra>"))
     fig.update_layout(xaxis_title_text=t("figures.experiments.training_tokens" if x == "tokens" else "figures.experiments.seconds"),
                       yaxis_title_text=t("figures.experiments.bits"))
     return style(fig, t("figures.experiments.curves"), filename=f"toyviz-experiments-{x}",
@@ -88,7 +88,7 @@ def final_bars(results: dict, *, projector: bool = False) -> go.Figure:
                     line=dict(color="white", width=1)),
         text=[f"{v:.3f}{delta(n, v)}" for n, v in zip(names, values)], textposition="middle right",
         customdata=[results["variants"][n]["differs"] for n in names], showlegend=False,
-        hovertemplate="%{y}: %{x:.3f} bits/char<br>%{customdata}<extra></extra>"))
+        hovertemplate="%{y}: " + t("figures.hover.bits") + "<br>%{customdata}<extra></extra>"))
     spread = _spread(results)
     if spread:
         fig.add_vrect(x0=spread[0], x1=spread[1], fillcolor="grey", opacity=0.3, line_width=0, layer="below")

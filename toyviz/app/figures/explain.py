@@ -33,11 +33,11 @@ def components_figure(c: Components, *, projector: bool = False) -> go.Figure:
     for name, values in series.items():
         fig.add_trace(go.Bar(y=names, x=values[rows], orientation="h", name=t(SERIES_KEYS[name]),
                              marker_color=ABLATION_COLOURS[name],
-                             hovertemplate="%{y}: %{x:+.3f}<extra>" + name + "</extra>"), 1, 1)
-    for j, kind in enumerate(("zeroed", "mean-ablated")):
+                             hovertemplate="%{y}: %{x:+.3f}<extra>" + t(SERIES_KEYS[name]) + "</extra>"), 1, 1)
+    for j, kind in enumerate(("zeroed", "mean_ablated")):
         fig.add_trace(go.Bar(y=names, x=numpy(c.effect[:, j])[rows], orientation="h", showlegend=False,
                              marker_color=list(ABLATION_COLOURS.values())[j + 1],
-                             hovertemplate="%{y}: log p drops by %{x:+.3f}<extra>" + kind + "</extra>"), 1, 2)
+                             hovertemplate=t("figures.hover.drops") + f"<extra>{t('figures.hover.' + kind)}</extra>"), 1, 2)
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.12, x=0), bargap=0.25)
     fig.update_xaxes(zeroline=True, zerolinecolor="#444")
     rho = " / ".join(t("figures.why.not_available") if r != r else f"{r:.2f}" for r in c.spearman)
@@ -51,7 +51,7 @@ def saliency_figure(s: Saliency, *, projector: bool = False) -> go.Figure:
     ig, gxi = numpy(s.integrated), numpy(s.grad_x_input)
     bound = float(np.abs(ig).max()) or 1.0
     texts = [visible(t) for t in s.tokens]
-    hover = [f"{t}: integrated gradients {a:+.3f}, gradient × input {b:+.3f}" for t, a, b in zip(texts, ig, gxi)]
+    hover = [t("figures.hover.saliency", token=token, ig=f"{a:+.3f}", gxi=f"{b:+.3f}") for token, a, b in zip(texts, ig, gxi)]
     per_row = tokens_per_row(projector)
     fig = figure(token_grid(texts, ig, hover_values=hover, colorscale="RdBu", zmin=-bound, zmax=bound,
                             per_row=per_row, colorbar_title="IG"))
@@ -87,12 +87,12 @@ def patching_figures(pt: Patching, piece, *, projector: bool = False) -> tuple[g
     text = _cells(pt.resid) if len(x) <= PATCH_TEXT_COLUMNS else None
     resid = figure(heatmap(pt.resid, x=x, y=[n.label for n in pt.resid_names], colorscale="RdBu", zmin=-1, zmax=1,
                            zmid=0, text=text, texttemplate="%{text}" if text is not None else None,
-                           hover="clean %{y} at %{x} → effect %{z:.3f}", colorbar_title=t("figures.why.effect")))
+                           hover=t("figures.hover.clean_effect"), colorbar_title=t("figures.why.effect")))
     resid.update_layout(xaxis_title_text=t("figures.why.patch_positions"), yaxis_autorange="reversed")
     L, H = pt.heads.shape
     heads = figure(heatmap(pt.heads, x=[f"H{h}" for h in range(H)], y=[t("figures.why.layer", layer=i) for i in range(L)],
                            colorscale="RdBu", zmin=-1, zmax=1, zmid=0, text=_cells(pt.heads),
-                           texttemplate="%{text}", hover="%{y} %{x}: effect %{z:.3f}", colorbar_title=t("figures.why.effect")))
+                           texttemplate="%{text}", hover="%{y} %{x}: " + t("figures.hover.effect"), colorbar_title=t("figures.why.effect")))
     heads.update_layout(yaxis_autorange="reversed")
     answers = t("figures.why.metric", clean_answer=visible(piece(pt.clean_answer)),
                 corrupted_answer=visible(piece(pt.corrupted_answer)), clean=f"{pt.clean_metric:+.2f}",

@@ -35,7 +35,7 @@ def prompt_features(features: PromptFeatures, n: int = 12, *, projector: bool = 
     z = numpy(features.acts[:, chosen].T)                              # (n, T)
     names = [feature_name(f, features.labels[f]) for f in chosen]
     fig = figure(heatmap(np.where(z > 0, z, np.nan), x=token_labels(features.tokens), y=names,
-                         colorscale="Oranges", zmin=0, hover="%{y} at %{x}: %{z:.2f}",
+                         colorscale="Oranges", zmin=0, hover=t("figures.hover.at"),
                          colorbar_title=t("figures.features.activation")))
     fig.update_layout(xaxis_title_text=t("figures.token"), yaxis_autorange="reversed")
     return style(fig, t("figures.features.most_active", n=len(chosen)),
@@ -78,7 +78,7 @@ def activation_histogram(dashboard: Dashboard, *, projector: bool = False) -> go
     """How strongly the feature fires when it fires, on held-out tokens (it is zero on the others)."""
     edges = np.asarray(dashboard.edges)
     fig = figure(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=dashboard.histogram, width=np.diff(edges),
-                        marker_color="#e6550d", hovertemplate="around %{x:.2f}: %{y} tokens<extra></extra>"))
+                        marker_color="#e6550d", hovertemplate=t("figures.hover.around") + "<extra></extra>"))
     fig.update_layout(xaxis_title_text=t("figures.features.activation"), yaxis_title_text=t("figures.features.held_out"),
                       bargap=0.05)
     # the x axis starts a little left of 0: both axes' "0" at the corner covered each other on a projector

@@ -195,16 +195,16 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
     score_rows = [row(s["dot"]), row(s["scaled"]), row(greyed(s["masked"]))]
     narrow, half = grid.narrow, 0.43                 # steps 1–4's panels' share of the width, and steps 9–10's
     panels = [
-        panel(row(s["x"]), dims(len(s["x"])), ["x"], "dim %{x}: %{z:.3f}", "coloraxis3", share=narrow),
-        panel(row(s["q"]), dims(len(s["q"])), ["q"], "dim %{x}: %{z:.3f}", "coloraxis4", share=narrow),
-        panel(s["k"], dims(d_head), s["keys"], "k of %{y}, dim %{x}: %{z:.3f}", "coloraxis4", share=narrow),
-        panel(s["v"], dims(d_head), s["keys"], "v of %{y}, dim %{x}: %{z:.3f}", "coloraxis5", share=narrow),
-        panel(score_rows[0], labels, ["q·k"], "key %{x}: q·k = %{z:.3f}", "coloraxis"),
-        panel(score_rows[1], labels, ["÷√d"], f"key %{{x}}: q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis"),
-        panel(score_rows[2], labels, ["masked"], "key %{x}: %{z:.3f}", "coloraxis"),
-        panel(row(greyed(s["probs"])), labels, ["probs"], "key %{x}: p = %{z:.3f}", "coloraxis2", ".2f"),
-        panel(row(s["out"]), dims(len(s["out"])), ["out"], "dim %{x}: %{z:.3f}", "coloraxis5", share=half),
-        panel(row(s["write"]), dims(len(s["write"])), ["write"], "dim %{x}: %{z:.3f}", "coloraxis6", share=half),
+        panel(row(s["x"]), dims(len(s["x"])), ["x"], t("figures.hover.dim"), "coloraxis3", share=narrow),
+        panel(row(s["q"]), dims(len(s["q"])), ["q"], t("figures.hover.dim"), "coloraxis4", share=narrow),
+        panel(s["k"], dims(d_head), s["keys"], t("figures.hover.k_dim"), "coloraxis4", share=narrow),
+        panel(s["v"], dims(d_head), s["keys"], t("figures.hover.v_dim"), "coloraxis5", share=narrow),
+        panel(score_rows[0], labels, ["q·k"], t("figures.hover.key") + "q·k = %{z:.3f}", "coloraxis"),
+        panel(score_rows[1], labels, ["÷√d"], t("figures.hover.key") + f"q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis"),
+        panel(score_rows[2], labels, ["masked"], t("figures.hover.key") + "%{z:.3f}", "coloraxis"),
+        panel(row(greyed(s["probs"])), labels, ["probs"], t("figures.hover.key") + "p = %{z:.3f}", "coloraxis2", ".2f"),
+        panel(row(s["out"]), dims(len(s["out"])), ["out"], t("figures.hover.dim"), "coloraxis5", share=half),
+        panel(row(s["write"]), dims(len(s["write"])), ["write"], t("figures.hover.dim"), "coloraxis6", share=half),
     ]
     for (r, c), trace_ in zip(grid.at, panels):
         fig.add_trace(trace_, row=r, col=c)

@@ -49,7 +49,7 @@ def layernorm_heatmaps(trace: Trace, *, projector: bool = False) -> go.Figure:
         r, c = (i + 1, 1) if cols == 1 else (1 + i % 2, 1 + i // 2)
         diverging = "mean" in stat
         fig.add_trace(heatmap(z, x=labels, y=names, colorscale="RdBu_r" if diverging else "Viridis",
-                              zmid=0 if diverging else None, hover=f"%{{y}}, %{{x}}: {stat} %{{z:.3f}}"),
+                              zmid=0 if diverging else None, hover="%{y}, %{x}: " + stat_name(stat) + " %{z:.3f}"),
                       row=r, col=c)
         beside = {} if cols == 1 else dict(x=fig.get_subplot(r, c).xaxis.domain[1] + 0.01, xanchor="left")
         fig.data[-1].colorbar.update(len=0.8 / rows, y=1 - (r - 0.5) / rows, yanchor="middle", thickness=12, **beside)
@@ -87,7 +87,7 @@ def layernorm_parameters(trace: Trace, name: str, *, projector: bool = False) ->
     for r, key in enumerate(("weight", "bias"), start=1):
         values = numpy(norm[key])
         fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=key, showlegend=False,
-                             hovertemplate="dim %{x}: %{y:.3f}<extra></extra>"), row=r, col=1)
+                             hovertemplate=t("figures.hover.dim_y") + "<extra></extra>"), row=r, col=1)
     fig.update_xaxes(title_text=t("figures.dimension"), row=2)
     return style(fig, t("figures.layernorm.parameters", name=name), filename=f"toyviz-layernorm-params-{slug(name)}",
                  projector=projector, height=480)

@@ -22,7 +22,7 @@ def parameter_bars(counts: dict[str, int] | None, *, projector: bool = False) ->
     share = [v / total for v in parts.values()]
     fig = figure(go.Bar(x=list(parts), y=list(parts.values()),
                         text=[f"{s:.1%}" for s in share], textposition="outside", cliponaxis=False,
-                        hovertemplate="%{x}: %{y:,} parameters<extra></extra>"))
+                        hovertemplate="%{x}: " + t("figures.hover.parameters") + "<extra></extra>"))
     # room above the tallest bar for its share, which plotly would otherwise clip at the plot's top
     fig.update_layout(xaxis_title_text=t("figures.model.component"),
                       yaxis=dict(title_text=t("figures.model.parameters"), range=[0, max(parts.values()) * 1.15]))
@@ -70,25 +70,27 @@ def loss_curve(history: list[dict], *, x: str = "step", projector: bool = False)
     fig = subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                    row_heights=[0.4] + [0.6 / (rows - 1)] * (rows - 1) if rows > 1 else None)
     xs = lambda records: np.array([r[x] for r in records], dtype=np.float64)
+    x_name = t("figures.model.tokens_seen") if x == "tokens" else t("figures.model.step")
     for key, name in ((key, t(name)) for key, name in LOSSES):
         records = [r for r in history if r.get(key) is not None]
         if records:
             fig.add_trace(go.Scatter(x=xs(records), y=np.array([r[key] for r in records], dtype=np.float32), name=name,
                                      mode="lines+markers" if key == "val_loss" else "lines", legendgroup="loss",
-                                     hovertemplate=f"{x} %{{x:,}}: %{{y:.3f}}<extra>{name}</extra>"), row=1, col=1)
+                                     hovertemplate=f"{x_name} %{{x:,}}: %{{y:.3f}}<extra>{name}</extra>"), row=1, col=1)
     fig.update_yaxes(title_text=t("figures.model.loss_nats"), row=1, col=1)
     for row, (pattern, label) in enumerate(TIMELINE_PATTERNS if probed else (), start=2):
         scores = np.array([r["heads"][pattern] for r in probed], dtype=np.float32)     # [time, L, H]
         best = np.unravel_index(scores[-1].argmax(), scores.shape[1:])
         for layer, head in np.ndindex(scores.shape[1:]):
             strongest = (layer, head) == best
+            named = t("figures.model.head", head=f"{layer}.{head}", pattern=t(f"figures.heads.{pattern}"))
             fig.add_trace(go.Scatter(
                 x=xs(probed), y=scores[:, layer, head], mode="lines",
-                name=t("figures.model.head", head=f"{layer}.{head}", pattern=t(f"figures.heads.{pattern}")),
-                showlegend=strongest, line=dict(width=3 if strongest else 1, color=None if strongest else "#b8b8c8"),
-                hovertemplate=f"head {layer}.{head}<br>{x} %{{x:,}}: {pattern} %{{y:.2f}}<extra></extra>"),
+                name=named, showlegend=strongest,
+                line=dict(width=3 if strongest else 1, color=None if strongest else "#b8b8c8"),
+                hovertemplate=f"{named}<br>{x_name} %{{x:,}}: %{{y:.2f}}<extra></extra>"),
                 row=row, col=1)
         fig.update_yaxes(title_text=t(label), range=[0, 1], row=row, col=1)
-    fig.update_xaxes(title_text=t("figures.model.tokens_seen") if x == "tokens" else t("figures.model.step"), row=rows, col=1)
+    fig.update_xaxes(title_text=x_name, row=rows, col=1)
     title = t("figures.model.loss_and_heads" if probed else "figures.model.loss")
     return style(fig, title, filename="toyviz-loss", projector=projector, height=420 + 220 * (rows - 1))

@@ -31,7 +31,7 @@ def encoding_heatmap(pe, *, tokens: list[str] | None = None, title: str | None =
     z, br, bc = pool(pe, MAX_ROWS, MAX_COLS)
     T, d = numpy(pe).shape
     fig = figure(heatmap(z, x=np.arange(0, d, bc), y=_axis(T, br, tokens), colorscale="RdBu_r", zmid=0,
-                         hover="position %{y}, dim %{x}: %{z:.3f}"))
+                         hover=t("figures.hover.position_dim")))
     note = t("figures.positions.averaged", rows=br, cols=bc) if br * bc > 1 else ""
     fig.update_layout(xaxis_title_text=t("figures.dimension") + note, yaxis_title_text=t("figures.position"),
                       yaxis_autorange="reversed")
@@ -45,7 +45,7 @@ def rope_heatmap(length: int, d_head: int, *, base: float = 10000.0, projector: 
     z, br, bc = pool(angles, MAX_ROWS, MAX_COLS)
     fig = figure(heatmap(z, x=np.arange(0, d_head // 2, bc), y=np.arange(0, length, br), colorscale="Twilight",
                          zmin=0, zmax=2 * math.pi, colorbar_title=t("figures.positions.angle"),
-                         hover="position %{y}, pair %{x}: %{z:.2f} rad"))
+                         hover=t("figures.hover.position_pair")))
     fig.update_layout(xaxis_title_text=t("figures.positions.pair"), yaxis_title_text=t("figures.position"),
                       yaxis_autorange="reversed")
     return style(fig, t("figures.positions.rope", d_head=d_head), filename="toyviz-rope-angles",
@@ -128,7 +128,7 @@ def spot_the_bug(length: int = 128, d_model: int = 64, *, projector: bool = Fals
     for col, pe in enumerate(panels, start=1):
         z, br, bc = pool(pe, MAX_ROWS, MAX_COLS)
         fig.add_trace(heatmap(z, x=np.arange(0, d_model, bc), y=np.arange(0, length, br), coloraxis="coloraxis",
-                              hover="position %{y}, dim %{x}: %{z:.3f}"), row=1, col=col)
+                              hover=t("figures.hover.position_dim")), row=1, col=col)
         s, b, _ = pool(similarity(pe), 64, 64)
         axis = np.arange(0, length, b)
         fig.add_trace(heatmap(s, x=axis, y=axis, coloraxis="coloraxis", hover="%{y} · %{x}: %{z:.3f}"),

@@ -30,7 +30,7 @@ def residual_shares(trace: Trace, *, projector: bool = False) -> go.Figure:
     which layers built the vector the model finally reads at each position."""
     shares = write_shares(trace)
     fig = figure(heatmap(np.stack(list(shares.values())), x=token_labels(trace.tokens), y=[n.label for n in shares],
-                         colorscale="RdBu_r", zmid=0, hover="%{y} at %{x}: share %{z:.3f}",
+                         colorscale="RdBu_r", zmid=0, hover=t("figures.hover.share_at"),
                          colorbar_title=t("figures.residual.share")))
     fig.update_layout(xaxis_title_text=t("figures.token"), yaxis_title_text=t("figures.residual.writes_in_order"),
                       yaxis_autorange="reversed")
@@ -45,10 +45,10 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
     parts = torch.stack([p[position].double() for p in trace.residual_parts.values()])
     fig = figure([
         go.Bar(x=names, y=numpy(parts.norm(dim=-1)), name=t("figures.residual.write_norm"),
-               hovertemplate="%{x}: %{y:.3f}<extra>write</extra>"),
+               hovertemplate="%{x}: %{y:.3f}<extra>" + t("figures.residual.write_norm") + "</extra>"),
         go.Scatter(x=names, y=numpy(parts.cumsum(0).norm(dim=-1)), name=t("figures.residual.stream_norm"),
                    mode="lines+markers",
-                   hovertemplate="after %{x}: %{y:.3f}<extra>stream</extra>")])
+                   hovertemplate=t("figures.hover.after") + "<extra>" + t("figures.residual.stream_norm") + "</extra>")])
     fig.update_layout(xaxis_title_text=t("figures.residual.writes_in_order"), yaxis_title_text=t("figures.residual.norm"))
     label = token_labels(trace.tokens)[position]
     return style(fig, t("figures.residual.norms", token=label),
@@ -84,7 +84,7 @@ def logit_lens(trace: Trace, lens: tuple[list[str], np.ndarray, np.ndarray], pie
     x, y = (names, positions) if down else (positions, names)
     fig = figure(heatmap(prob, x=x, y=y, colorscale="Blues", zmin=0, zmax=1,
                          text=shown, texttemplate="%{text}" if chars >= 2 else None, colorbar_title="p(top)",
-                         hover=("%{x}, %{y}" if down else "%{y}, %{x}") + ": top %{customdata} (p=%{z:.3f})"))
+                         hover=("%{x}, %{y}" if down else "%{y}, %{x}") + t("figures.hover.top")))
     fig.update_traces(customdata=text)                 # plotly's cell text reads only `text`: the full piece hovers
     position_title = t("figures.residual.predicting")
     fig.update_layout(xaxis_title_text=t("figures.residual.read_after") if down else position_title,

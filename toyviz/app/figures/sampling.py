@@ -29,10 +29,10 @@ def next_token_bars(logits: torch.Tensor, piece, *, temperature: float = 1.0, to
     names = [candidate_label(piece(int(i)), i) for i in top]
     fig = figure([
         go.Bar(y=names, x=after[top], orientation="h", name=t("figures.sampling.after"),
-               hovertemplate="%{y}: %{x:.3f}<extra>sampled from</extra>"),
+               hovertemplate="%{y}: %{x:.3f}<extra>" + t("figures.sampling.after") + "</extra>"),
         go.Bar(y=names, x=raw[top], orientation="h", name=t("figures.sampling.softmax"),
                marker=dict(color="rgba(0,0,0,0)", line=dict(color="#333", width=1.5)),
-               hovertemplate="%{y}: %{x:.3f}<extra>softmax</extra>")])        # outline drawn on top
+               hovertemplate="%{y}: %{x:.3f}<extra>" + t("figures.sampling.softmax") + "</extra>")])        # outline drawn on top
     fig.update_layout(barmode="overlay", xaxis_title_text=t("figures.probability"), yaxis_autorange="reversed")
     kept = int((after > 0).sum())
     return style(fig, t("figures.sampling.next_one" if kept == 1 else "figures.sampling.next", temperature=f"{temperature:g}",
@@ -48,7 +48,7 @@ def generated_tokens(steps: list[tuple[str, float]], *, per_row: int | None = No
     per_row = per_row or tokens_per_row(projector)
     pieces = [p for p, _ in steps]
     probs = [float(p) for _, p in steps]
-    hover = [f"step {k}: {visible(piece)}<br>drawn with p = {p:.3f}" for k, (piece, p) in enumerate(steps)]
+    hover = [t("figures.hover.drawn", step=k, piece=visible(piece), p=f"{p:.3f}") for k, (piece, p) in enumerate(steps)]
     fig = figure(token_grid([visible(p) for p in pieces], probs, hover_values=hover, colorscale=PROBABILITY_SHADES,
                             zmin=0, zmax=1, per_row=per_row, colorbar_title="p"))
     # at 110 px + a line, a single line left the colour bar under ~40 px: Gradio's plotly.js gave up

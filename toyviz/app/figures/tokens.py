@@ -28,7 +28,7 @@ def token_pieces(trace: Trace, *, per_row: int | None = None, projector: bool = 
     per_row = per_row or tokens_per_row(projector)
     ids, pieces = trace.token_ids, trace.tokens
     texts = [f"{visible(p)}<br>#{i}" for p, i in zip(pieces, ids)]
-    hover = [f"position {k}<br>piece {visible(p)}<br>id {i}" for k, (p, i) in enumerate(zip(pieces, ids))]
+    hover = [t("figures.hover.token", position=k, piece=visible(p), id=i) for k, (p, i) in enumerate(zip(pieces, ids))]
     fig = figure(token_grid(texts, [i % len(PALETTE) for i in ids], hover_values=hover, colorscale=_STEPPED,
                             zmin=-0.5, zmax=len(PALETTE) - 0.5, per_row=per_row))
     title = described(trace.described, len(ids))

@@ -58,7 +58,7 @@ def decoding_candidates(trace: TranslatorTrace, piece, *, n: int = 5, projector:
     text = [[shown(t, int(i)) for i in row] for t, row in enumerate(ids)]
     fig = figure(heatmap(numpy(values), x=[f"#{r + 1}" for r in range(ids.shape[1])],
                          y=token_labels(trace.output_tokens), colorscale="Blues", zmin=0, zmax=1, text=text, texttemplate="%{text}",
-                         hover="%{y}, candidate %{x}: %{text} (p=%{z:.3f})", colorbar_title="p"))
+                         hover=t("figures.hover.candidate"), colorbar_title="p"))
     fig.update_layout(yaxis_title_text=t("figures.translation.output_position"), yaxis_autorange="reversed",
                       xaxis_side="top")
     return style(fig, t("figures.translation.candidates"), filename="toyviz-decoding-candidates",
@@ -75,10 +75,10 @@ def saliency_beside_attention(s: SourceSaliency, *, compared: str, projector: bo
     fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
                    subplot_titles=(t("figures.translation.saliency"), t("figures.translation.compared", compared=compared)))
     fig.add_trace(heatmap(scaled, x=src, y=out, colorscale="Greens", zmin=0, zmax=1, showscale=False,
-                          hover="%{y} depends on %{x}: %{z:.2f} of its row's largest"), 1, 1)
+                          hover=t("figures.hover.depends")), 1, 1)
     fig.add_trace(heatmap(s.attention, x=src, y=out, colorscale="Blues", zmin=0, zmax=1,
                           colorbar_title=t("figures.translation.attention"),
-                          hover="%{y} attends to %{x}: %{z:.3f}"), 1, 2)
+                          hover=t("figures.hover.attends")), 1, 2)
     fig.update_yaxes(autorange="reversed", title_text=t("figures.translation.output_token"), col=1)
     fig.update_xaxes(title_text=t("figures.translation.source_token"))
     return style(fig, t("figures.translation.agree", agreement=f"{s.agreement:.2f}", top_match=f"{s.top_match:.0%}"),
