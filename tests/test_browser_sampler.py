@@ -412,6 +412,14 @@ def test_a_spanish_page_samples_in_spanish(browser, url):
         page.locator("#generate").click()
         page.wait_for_function("window.toyviz.sampler.lastRun !== null")
         expect()(page.locator("#generate")).to_have_text("Generar")
+        # the runs' tree and the candidates under the text, drawn by the page, in its language too
+        expect()(page.locator("#tv-branches .tv-hint")).to_contain_text("Haz clic en cualquier token generado")
+        expect()(page.locator("#tv-branches .tv-tree-head")).to_have_text(
+            "Ejecuciones y ramas: haz clic en una para volver a verla")
+        expect()(page.locator("#tv-branches .tv-tree button").first).to_contain_text("la ejecución «")
+        # (a click as a student's is the English test's: this first token may be a line break, which has no size)
+        page.locator("#generated .token-prob[data-step='0']").dispatch_event("click")
+        page.wait_for_function(f"() => {CANDIDATES} && {CANDIDATES}.layout.title.text.startsWith('Token 1 (salió ')")
         set_slider(page, "temperature", 5)
         expect()(page.locator("#note")).to_contain_text("temperatura 5 supera el máximo, 2: se usa 2.", timeout=WAIT)
         page.wait_for_function(f"() => ({TITLE})().startsWith('Siguiente token: temperatura 2, top-k 50')")

@@ -182,7 +182,7 @@ def sampler_words(lang: str) -> dict:
     """The sampler's words in `lang`, where the page's sampler says them in the server's stead: the notes the
     server's rule writes when it changes a value (toyviz.settings.controls), the note of a prompt cut to the context,
     the refusal of an empty prompt as the page receives it (its message and figure), and the page's own lines
-    ([generate] of the catalogues). The page is one for every visitor; its script picks the words of the
+    ([generate] of the catalogues, and [branches]: the runs' tree and candidates under the text). The page is one for every visitor; its script picks the words of the
     language the page was opened in (<html lang>, set by toyviz.app.wording)."""
     with speaking(lang):
         try:
@@ -196,11 +196,14 @@ def sampler_words(lang: str) -> dict:
                 "cut": {which: context_note("{kept}", "{dropped}", which) for which in ("first", "last")},
                 "empty": {"note": note, "figure": figure},
                 "text": {key: t(f"generate.{key}") for key in PAGE_WORDS},
-                "bars": {key: t(f"figures.sampling.{key}") for key in ("next", "next_one", "off")}}
+                "bars": {key: t(f"figures.sampling.{key}") for key in ("next", "next_one", "off")},
+                "branches": {key: t(f"branches.{key}") for key in BRANCH_WORDS}}
 
 
 SAMPLER = ("temperature", "top_k", "top_p", "max_new", "seed")
 PAGE_WORDS = ("button", "busy", "loading", "in_browser", "from_cache", "on_server", "failed")
+BRANCH_WORDS = ("hint", "tree_label", "tree_head", "attend_prompt", "attend_step", "candidates", "entry", "instead_of",
+                "the_run", "preview")                  # web/src/branches.js's
 BARS = 15                                       # candidates a next-token figure shows (web/src/figures.js BARS)
 
 

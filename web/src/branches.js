@@ -4,15 +4,15 @@
 // the model looked then; a click on a candidate's bar branches there (the page's model goes on from that token
 // with the run's settings); the tree lists the run and its branches, and a click on one shows it again. The
 // prompt's attention is drawn here too. All of it in the page: nothing is sent to the server.
-import { candidateBars, lastTokenAttention, readable, visible } from "./figures.js";
+import { candidateBars, fill, lastTokenAttention, readable, visible } from "./figures.js";
 
+// its words are the page's language's (browser_model.sampler_words' branches), written in by `say`
 const HTML = `
-<p class="tv-hint" hidden>Click any generated token: the candidates the model weighed there. Click a candidate's bar
-to branch from it; the tree keeps every branch.</p>
+<p class="tv-hint" hidden></p>
 <div class="tv-row">
   <div class="tv-candidates" hidden><div class="tv-plot"></div></div>
-  <nav class="tv-tree" aria-label="runs and branches" hidden>
-    <div class="tv-tree-head">Runs and branches: click one to show it again</div><ul></ul>
+  <nav class="tv-tree" hidden>
+    <div class="tv-tree-head"></div><ul></ul>
   </nav>
 </div>
 <div class="tv-attention"><div class="tv-plot"></div></div>`;
@@ -38,8 +38,6 @@ const CSS = `
 #tv-branches .tv-tree .tv-token { font-family: monospace; font-weight: 600; }
 `;
 
-// the attention's title over the prompt's last token (the sampler's first drawing of it, and a run shown again)
-export const ATTEND_PROMPT = "Where the prompt's last token looks, every head: the bars above are its output";
 const PREVIEW = 12;          // tokens of a run's text a tree entry shows
 
 export class Branches {
@@ -75,9 +73,23 @@ export class Branches {
   mode() { return document.body.classList.contains("projector") ? "projector" : "laptop"; }
   style() { return structuredClone(this.sampler.settings.figures[this.mode()]); }
 
+  // the panel's words in the page's language (set as the page opens, before a first run)
+  words() { return this.sampler.said().branches; }
+
+  say() {
+    const words = this.words();
+    this.hint.textContent = words.hint;
+    this.tree.setAttribute("aria-label", words.tree_label);
+    this.tree.querySelector(".tv-tree-head").textContent = words.tree_head;
+  }
+
+  // the attention's title over the prompt's last token (the sampler's first drawing of it, and a run shown again)
+  attendPromptTitle() { return this.words().attend_prompt; }
+
   // a new run from these prompt ids: a tree of one node → that node (sampler.extend generates its tokens)
   start(prompt, settings) {
     Object.assign(this, { prompt, settings, nodes: [] });
+    this.say();
     this.candidates.hidden = true;
     return this.add(null, 0, [], settings.seed);
   }
@@ -119,7 +131,7 @@ export class Branches {
     const ids = this.prompt.slice(-this.sampler.model.config.context);
     const ticket = (this.looking = (this.looking ?? 0) + 1);
     const out = await this.sampler.model.forward(ids);
-    if (ticket === this.looking) this.attend(ids, out, ATTEND_PROMPT);
+    if (ticket === this.looking) this.attend(ids, out, this.attendPromptTitle());
   }
 
   // the text on screen was written again (a run going on): its marks with it
@@ -143,8 +155,8 @@ export class Branches {
     const ticket = (this.looking = (this.looking ?? 0) + 1);
     const out = await this.sampler.model.forward(ids);
     if (ticket === this.looking) {
-      this.attend(ids, out, `Where the model looked as it drew token ${step + 1} ` +
-                            `(${visible(this.sampler.tokenizer.piece(node.tokens[step]))}): the last token, every head`);
+      this.attend(ids, out, fill(this.words().attend_step,
+                                 { step: step + 1, piece: visible(this.sampler.tokenizer.piece(node.tokens[step])) }));
     }
   }
 
@@ -154,7 +166,7 @@ export class Branches {
     const template = { traces: style.bars.traces, layout: { ...style.bars.layout, template: style.theme } };
     // two lines: beside the tree, on a projector, one ran under it
     const figure = candidateBars(template, weighed, piece, this.settings, {
-      heading: `Token ${step + 1} (drew ${visible(piece(drawn))}), the candidates`, then: ":<br>", drawn,
+      heading: fill(this.words().candidates, { step: step + 1, piece: visible(piece(drawn)) }), then: ":<br>", drawn,
       filename: `toyviz-candidates-token${step + 1}` });
     // one row a candidate: a click anywhere on its row picks it (its two numbers in one hover box), never a zoom
     Object.assign(figure.layout, { hovermode: "y unified", dragmode: false });
@@ -213,18 +225,19 @@ export class Branches {
 
   // the tree as nested lists, one button a node, the one shown marked
   drawTree() {
-    const piece = (id) => this.sampler.tokenizer.piece(id);
+    const piece = (id) => this.sampler.tokenizer.piece(id), words = this.words();
     const entry = (node) => {
       const item = document.createElement("li"), button = document.createElement("button");
       button.dataset.node = node.index;
       button.setAttribute("aria-current", String(node === this.current));
       if (node.parent) {
         const token = (id) => Object.assign(document.createElement("span"), { className: "tv-token", textContent: readable(piece(id)) });
-        button.append(`token ${node.at + 1}: `, token(node.tokens[node.at]), " for ", token(node.parent.tokens[node.at]));
+        button.append(fill(words.entry, { step: node.at + 1 }), token(node.tokens[node.at]), words.instead_of,
+                      token(node.parent.tokens[node.at]));
       } else {
-        button.append("the run");
+        button.append(words.the_run);
       }
-      button.append(` “${this.text(node.tokens.slice(node.at, node.at + PREVIEW))}…”`);
+      button.append(" " + fill(words.preview, { text: this.text(node.tokens.slice(node.at, node.at + PREVIEW)) }));
       item.append(button);
       if (node.children.length) item.append(list(node.children));
       return item;

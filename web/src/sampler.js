@@ -7,7 +7,7 @@
 // and what is no number at all is left to the server, which refuses it in its words.
 // A run keeps each token's candidates, so that a click on a token shows them and branches from one
 // (branches.js: the runs' tree, the candidates' and the attention's figures).
-import { ATTEND_PROMPT, Branches } from "./branches.js";
+import { Branches } from "./branches.js";
 import { barsTemplate, fill, nextTokenBars, probabilitySpan, weighed } from "./figures.js";
 import { draw, nextTokenProbs, random } from "./sampling.js";
 
@@ -137,7 +137,7 @@ export class Sampler {
     // a new prompt's attention (read by whichever redraw's forward pass), after its bars
     if (this.attended !== this.read) {
       this.attended = this.read;
-      this.branches.attend(this.read.ids, this.read.out, ATTEND_PROMPT);
+      this.branches.attend(this.read.ids, this.read.out, this.branches.attendPromptTitle());
     }
   }
 
