@@ -496,6 +496,16 @@ def test_the_circuits_and_watch_notes_are_spanish(shipped):
         assert "Una ejecución iniciada por otra página: la estás viendo (solo la página que la inició" in \
             watch.status(running, live.Who(page="a"))
         assert watch.refusal(live.RunRefused("x"), "started", live.LiveRuns())["text"] == "⚠ **No se inició:** x."
+        for refused, said in ((running.busy(live.Who(page="a")), "una ejecución iniciada por otra página está "
+                                                                "entrenando, y en este servidor entrena una ejecución a la vez"),
+                              (running.busy(live.Who(page="b")), "tu ejecución (induction, semilla 0) sigue entrenando"),
+                              (pytest.raises(live.RunRefused, live.whole_seed, ""), "(la casilla está vacía)"),
+                              (pytest.raises(live.RunRefused, live.settings_for, "magic"), "la receta debe ser una de")):
+            refused = getattr(refused, "value", refused)
+            assert said in watch.refusal(refused, "started", live.LiveRuns())["text"], i18n.said(refused)
+        running.error, running.state = "errors.live.failed", "failed"
+        assert watch.status(running).endswith("Algo falló de nuestro lado; la traza de la ejecución está en el registro "
+                                              "del servidor.")
         assert live_figs.samples_markdown(run) == "*La primera muestra llega a los pocos segundos de empezar.*"
     with i18n.speaking("en"):
         assert watch.status(None) == "No run yet: pick a recipe and press **Start**."

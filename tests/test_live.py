@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from toyviz.app.figures import live as figures
+from toyviz.i18n import t
 from toyviz.training import live, live_answers
 
 SHORT = dict(steps=60, every=10, min_step_s=0.0)   # a few seconds even on a busy laptop
@@ -186,7 +187,7 @@ def test_a_run_that_fails_says_it_is_our_fault_and_logs_why(caplog):
         runs.start("induction", seed=-1)
     runs.start("induction", seed=0, d_model=63, **SHORT)       # 63 does not split into 4 heads: the run breaks
     run = wait(runs, lambda r: not r.running)
-    assert run.state == "failed" and "our side" in run.error and "Traceback" not in run.error
+    assert run.state == "failed" and "our side" in t(run.error) and "Traceback" not in t(run.error)
     assert any("Traceback" in r.getMessage() for r in caplog.records)
     assert runs.last_finished() is None
 

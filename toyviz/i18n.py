@@ -141,7 +141,7 @@ def said(err: Exception) -> str:
     return t(key, **err.fields) if key else str(err)
 
 
-def mistake(key: str, **fields) -> UserError:
+def mistake(key: str, error: type = UserError, /, **fields) -> UserError:
     """A user's mistake written once, in the catalogues: its English text (logs, Python callers), its key and fields
-    to say it in the page's language."""
-    return UserError(t(key, LANGUAGES[0], **fields), key, **fields)
+    to say it in the page's language; `error` a UserError of a kind its catcher tells apart (live.RunRefused)."""
+    return error(t(key, LANGUAGES[0], **fields), key, **fields)

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 
 from toyviz.errors import UserError, log
+from toyviz.i18n import Term, mistake
 from toyviz.training.live_model import RECIPES, induction_run, text_run
 
 NICE = 10                   # the run yields the cores to the app's serving processes
@@ -58,15 +59,16 @@ def whole_seed(seed) -> int:
     except (TypeError, ValueError):
         number = math.nan
     if not (math.isfinite(number) and number == int(number) and 0 <= number < 2**31):
-        typed = "the box is empty" if seed is None or seed == "" else f"not {seed}"
-        raise RunRefused(f"the seed must be a whole number from 0 to {2**31 - 1:,} ({typed})")
+        empty = seed is None or seed == ""
+        raise mistake("errors.live.seed_empty" if empty else "errors.live.seed", RunRefused, most=f"{2**31 - 1:,}",
+                      given=seed)
     return int(number)
 
 
 def settings_for(recipe: str, **changes):
     """A recipe's settings, with fields changed (a test's short run, a tuning sweep)."""
     if recipe not in RECIPES:
-        raise RunRefused(f"recipe must be one of {', '.join(RECIPES)}, not {recipe!r}")
+        raise mistake("errors.live.recipe", RunRefused, recipes=", ".join(RECIPES), given=repr(recipe))
     return replace(RECIPES[recipe](), **changes)
 
 
@@ -108,26 +110,26 @@ class Run:
         """A copy whose record list will not grow under its reader."""
         return replace(self, records=list(self.records))
 
-    def whose(self, who: Who) -> str:
-        """Whose run this is, as the page `who` is told."""
+    def whose(self, who: Who) -> Term:
+        """Whose run this is, as the page `who` is told: a catalogue key (notes.watch.whose_*), said in its language."""
         if who.owns(self):
-            return "your run"
+            return Term("notes.watch.whose_yours")
         if self.owner.lecture:
-            return "the lecturer's run"
-        return "a run started by another page" if self.owner.page else "a run started on the server"
+            return Term("notes.watch.whose_lecturer")
+        return Term("notes.watch.whose_page" if self.owner.page else "notes.watch.whose_server")
 
     @property
-    def stopper(self) -> str:
-        """Who may stop it, in words."""
-        return ("the lecturer" if self.owner.lecture else "the page that started it" if self.owner.page
-                else "the server")
+    def stopper(self) -> Term:
+        """Who may stop it: a catalogue key (notes.watch.stopper_*)."""
+        return Term("notes.watch.stopper_lecturer" if self.owner.lecture else "notes.watch.stopper_page"
+                    if self.owner.page else "notes.watch.stopper_server")
 
-    def busy(self, who: Who) -> str:
+    def busy(self, who: Who) -> RunRefused:
         """Why `who` cannot start a run while this one trains, and what it can do instead."""
         if who.owns(self):
-            return f"{self.whose(who)} ({self.recipe}, seed {self.seed}) is still training: Stop it first"
-        return (f"{self.whose(who)} is training, and one run trains at a time on this server: you are watching it; "
-                "Start again once it has ended")
+            return mistake("errors.live.yours_training", RunRefused, whose=self.whose(who), recipe=self.recipe,
+                           seed=self.seed)
+        return mistake("errors.live.one_at_a_time", RunRefused, whose=self.whose(who))
 
 
 class LiveRuns:
@@ -146,11 +148,11 @@ class LiveRuns:
         (whatever else is wrong, a run could not start now), else what is wrong with the request."""
         with self._lock:
             if self._run is not None and self._run.running:
-                raise RunRefused(self._run.busy(owner))
+                raise self._run.busy(owner)
             settings, seed = settings_for(recipe, **changes), whole_seed(seed)
             if recipe == "text" and not MIN_TEXT_CHARS <= len(text) <= MAX_TEXT_CHARS:
-                raise RunRefused(f"paste a text of {MIN_TEXT_CHARS:,} to {MAX_TEXT_CHARS:,} characters "
-                                 f"(this one has {len(text):,})")
+                raise mistake("errors.live.text_length", RunRefused, low=f"{MIN_TEXT_CHARS:,}",
+                              high=f"{MAX_TEXT_CHARS:,}", length=f"{len(text):,}")
             run = self._run = Run(recipe, seed, asdict(settings), owner=owner)
             out, self._stop = self._context.Queue(), self._context.Event()
             self._process = self._context.Process(target=_child, daemon=True,
@@ -184,7 +186,7 @@ class LiveRuns:
         run.state, why = how.split(":", 1)[0], how.partition(": ")[2]
         if run.state == "failed":                   # a fault of ours: its traceback to the log, not to the page
             log.error("live %s run (seed %d) failed: %s", run.recipe, run.seed, why)
-            run.error = "Something went wrong on our side; the run's traceback is in the server's log."
+            run.error = "errors.live.failed"            # a catalogue key: the page says it in its language
         run.ended = time.time()
         if run.state == "finished":
             self._finished = run
@@ -199,7 +201,7 @@ class LiveRuns:
             if run is None or not run.running:
                 return None
             if by is not None and not by.owns(run):
-                raise RunRefused(f"{run.whose(by)} is training: only {run.stopper} can stop it; you are watching it")
+                raise mistake("errors.live.not_yours", RunRefused, whose=run.whose(by), stopper=run.stopper)
         stop.set()
         with self._lock:
             self._ended.wait_for(lambda: not run.running, STOP_WAIT_S)

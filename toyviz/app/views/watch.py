@@ -110,31 +110,14 @@ def status(run: live.Run | None, page: live.Who = live.Who()) -> str:
     line = t("notes.watch.line", recipe=run.recipe, seed=run.seed, state=t(f"notes.watch.state_{run.state}"),
              where=where)
     if run.running:
-        whose = whose_said(run, page)
+        whose = t(run.whose(page))
         line += (t("notes.watch.yours") if page.owns(run) else
-                 t("notes.watch.watching", whose=f"{whose[0].upper()}{whose[1:]}", stopper=stopper_said(run)))
+                 t("notes.watch.watching", whose=f"{whose[0].upper()}{whose[1:]}", stopper=run.stopper))
     if run.recipe == "induction" and last:
         born = crossing_step(run, figures.BORN_AT)
         line += (t("notes.watch.born", step=f"{born:,}", at=figures.BORN_AT) if born is not None
                  else t("notes.watch.not_born"))
-    return line + (f"\n\n{run.error}" if run.state == "failed" else "")
-
-
-def whose_key(run: live.Run, page: live.Who) -> str:
-    """Which of run.whose(page)'s answers it is: notes.watch.whose_<this> says it."""
-    return ("yours" if page.owns(run) else "lecturer" if run.owner.lecture else "page" if run.owner.page
-            else "server")
-
-
-def whose_said(run: live.Run, page: live.Who) -> str:
-    """run.whose(page) in the event's language."""
-    return t(f"notes.watch.whose_{whose_key(run, page)}")
-
-
-def stopper_said(run: live.Run) -> str:
-    """run.stopper in the event's language."""
-    return t("notes.watch.stopper_lecturer" if run.owner.lecture else "notes.watch.stopper_page" if run.owner.page
-             else "notes.watch.stopper_server")
+    return line + ("\n\n" + t(run.error) if run.state == "failed" else "")
 
 
 def pick(runs: live.LiveRuns, which: str) -> live.Run | None:
@@ -195,9 +178,7 @@ def start_view(runs: live.LiveRuns, page: live.Who, recipe: str, seed, text: str
     latest = runs.current()
     try:
         if lecture_holds(latest, page, presenter):
-            whose = latest.whose(page)
-            raise live.RunRefused(t("notes.watch.lecture_holds", "en", whose=whose), "notes.watch.lecture_holds",
-                                  whose=i18n.Term(f"notes.watch.whose_{whose_key(latest, page)}"))
+            raise i18n.mistake("notes.watch.lecture_holds", live.RunRefused, whose=latest.whose(page))
         runs.start(recipe, seed=seed, text=text, owner=page)
     except live.RunRefused as why:
         latest, note = runs.current(), refusal(why, "started", runs)
