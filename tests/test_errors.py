@@ -132,10 +132,12 @@ def test_an_error_already_said_passes_through_as_it_was():
 
 
 def test_a_size_the_calculator_cannot_build_is_the_users_mistake(explorer):
-    with pytest.raises(UserError, match="d_model=768 is not divisible by n_head=5"):
+    with pytest.raises(UserError, match="the heads must divide d_model: 768 is not divisible by 5 heads"):
         size_view(explorer, "custom", layers=2, heads=5, d_model=768)
-    with pytest.raises(UserError, match="rope needs an even head size"):
+    with pytest.raises(UserError, match="RoPE rotates pairs of dimensions, so a head needs an even size"):
         size_view(explorer, "custom", layers=2, heads=4, d_model=36, positional="rope")
+    with pytest.raises(UserError, match="positional must be one of"):
+        size_view(explorer, "custom", layers=2, heads=4, d_model=32, positional="sideways")
 
 
 def test_through_http_a_fault_is_ours_and_a_mistake_is_the_callers(explorer, monkeypatch):

@@ -401,13 +401,23 @@ def test_the_views_notes_and_messages_are_spanish(shipped):
         assert why.why_choices(shipped, "   ") == [("la predicción principal", "")]
         assert "Se dibuja cuando una generación" in sampling.generation_pending()[0].layout.annotations[0].text
         assert translation.register_name("1909") == "la Biblia de 1909"
+        from toyviz.app.views import size
+        sized = size.size_view(shipped, "gpt2")[0]
+        assert " parámetros** (el artículo daba 117M" in sized and "Caché KV:" in sized and "Weights" not in sized
+        assert "capas de codificador" in size.size_view(shipped, size.LOADED_TRANSLATOR)[0]
         assert "El decodificador del traductor (causal como el GPT" in TABS["tokens"].render(shipped, DEFAULT_PROMPT,
                                                                                             False, "decoder")[0]
         for call, said in ((lambda: positional.positions_view(shipped, DEFAULT_PROMPT, "manhattan"),
                             "la similitud es cosine o dot, no 'manhattan'"),
                            (lambda: why.pair_fields("nope"), "no hay ningún par preparado llamado 'nope'"),
                            (lambda: translation.translate_view(shipped, "Hello", kind="sideways"),
-                            "la atención mostrada es una de estas")):
+                            "la atención mostrada es una de estas"),
+                           (lambda: size.size_view(shipped, "custom", heads=5, d_model=768),
+                            "las cabezas deben dividir d_model: 768 no es divisible entre 5 cabezas"),
+                           (lambda: shipped.models.ablated_heads(["1-3"]),
+                            "las cabezas que apagar se escriben capa.cabeza (p. ej. 1.3), no '1-3'"),
+                           (lambda: why.patching_view(shipped, "I thank you", "I thank you, my good lord", "", ""),
+                            "los prompts deben tener el mismo número de tokens")):
             with pytest.raises(UserError) as err:
                 call()
             assert said in i18n.said(err.value), i18n.said(err.value)

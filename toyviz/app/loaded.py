@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from toyviz.api import GPT, Translator
 from toyviz.errors import UserError
-from toyviz.i18n import Term, mistake
+from toyviz.i18n import Term, mistake, t
 from toyviz.models.checkpoint import snapshots
 from toyviz.settings.controls import MAX_PROMPT_CHARS, clamp, settle
 
@@ -92,7 +92,7 @@ class Models:
         for choice in choices or []:
             layer, _, head = str(choice).partition(".")
             if not (layer.isdigit() and head.isdigit()):
-                raise UserError(f"heads to switch off are written layer.head (e.g. 1.3), not {choice!r}")
+                raise mistake("errors.heads_written", given=repr(choice))
             heads.append((int(layer), int(head)))
         return tuple(heads)
 
@@ -107,7 +107,7 @@ class Models:
         if layer < depth:
             return layer, ""
         stack = "encoder" if kind == "encoder" else "decoder"
-        return depth - 1, f"The {stack} has {depth} layers: showing its last. "
+        return depth - 1, t("notes.translation.last_layer", stack=Term("labels." + stack), depth=depth)
 
     def token_choice(self, token) -> str | int | None:
         """The token to explain, as the picker or the API gives it: ""/None → the top one; an id; or a
@@ -122,5 +122,5 @@ class Models:
         for candidate in (token, " " + token.strip(), token.strip()):
             if len(tokenizer.encode(candidate)) == 1:
                 return candidate
-        raise UserError(f"{token!r} is {len(tokenizer.encode(token))} tokens "
-                        f"({' | '.join(tokenizer.pieces(tokenizer.encode(token)))}): pick one token")
+        raise mistake("errors.one_token", given=repr(token), count=len(tokenizer.encode(token)),
+                      pieces=" | ".join(tokenizer.pieces(tokenizer.encode(token))))

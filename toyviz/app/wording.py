@@ -46,7 +46,7 @@ class Wording:
         """Every other component whose label, placeholder, info or button text is an English text of the catalogues'
         [labels] table (a Markdown's, of [explain_adopted]), worded by it: the controls keep their English in the code
         that lays them out (a tab's own module too), and a translator's catalogue says them in another language. A
-        radio's choices and the example prompts' names ([example_labels]) likewise."""
+        radio's or a dropdown's choices and the example prompts' names ([example_labels]) likewise."""
         english = catalogue(LANGUAGES[0]).items()
         known = {text: key for key, text in english if key.startswith("labels.")}
         explained = {text: key for key, text in english if key.startswith("explain_adopted.")}
@@ -65,7 +65,8 @@ class Wording:
             if isinstance(component, gr.Markdown) and component.value in explained:
                 words["value"] = explained[component.value]
             choices = getattr(component, "choices", None)
-            if isinstance(component, gr.Radio) and choices and any(str(shown) in known for shown, _ in choices):
+            if isinstance(component, (gr.Radio, gr.Dropdown)) and choices and any(str(shown) in known
+                                                                          for shown, _ in choices):
                 words["choices"] = [(known.get(str(shown), shown), value) for shown, value in choices]
             if labels and any(label in examples for label in labels):
                 words["sample_labels"] = [examples.get(label, label) for label in labels]

@@ -101,26 +101,3 @@ def human_bytes(n: float) -> str:
         if n < 1024 or unit == "GiB":
             return f"{n:,.0f} bytes" if unit == "bytes" else f"{n:.2f} {unit}"
         n /= 1024
-
-
-def describe_size(config, preset: str = "custom") -> str:
-    """The size calculator's paragraph for a config: its exact parameter count (beside the figure the
-    paper quoted for a GPT-2 preset), the embeddings' share, weight and attention memory, KV cache, FLOPs."""
-    counts = count_parameters(config)
-    quoted = (f" (the paper quoted {PAPER_SIZES[preset]}: the papers' figures were rounded or, for the "
-              f"smallest model's 117M, miscounted — these are the released checkpoints' exact counts)"
-              if preset in PAPER_SIZES else "")
-    embeddings = counts["token_embedding"] + counts["position_embedding"]
-    text = (f"**{counts['total']:,} parameters**{quoted}. Embeddings hold {embeddings / counts['total']:.0%} of it: "
-            f"each block grows with d_model² (about 12·d² per layer), the embeddings only with d_model, so as "
-            f"models widen the blocks dominate. ")
-    if isinstance(config, TranslatorConfig):                       # encoder + decoder stacks
-        return text + (f"Weights: {human_bytes(4 * counts['total'])} in fp32, {human_bytes(2 * counts['total'])} "
-                       f"in bf16 ({config.n_encoder_layer} encoder and {config.n_decoder_layer} decoder layers).")
-    mem = memory_report(config)
-    return text + (f"Weights: {human_bytes(mem['weights_fp32_bytes'])} in fp32, "
-                   f"{human_bytes(mem['weights_bf16_bytes'])} in bf16. One layer's attention matrices for one "
-                   f"sequence of {config.context} tokens: {human_bytes(mem['attention_bytes_per_layer_fp32'])} (fp32). "
-                   f"KV cache: {mem['kv_cache_bytes_per_token_bf16']:,} bytes per token, "
-                   f"{human_bytes(mem['kv_cache_bytes_full_context_bf16'])} for a full context (bf16). "
-                   f"About {mem['flops_per_token'] / 1e9:.2f} GFLOPs per token (forward).")

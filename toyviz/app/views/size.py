@@ -4,8 +4,9 @@ from __future__ import annotations
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import model as model_figs
 from toyviz.errors import UserError
-from toyviz.models.config import GPTConfig
-from toyviz.models.size import PRESETS, count_parameters, describe_size
+from toyviz.i18n import mistake, t
+from toyviz.models.config import GPTConfig, TranslatorConfig
+from toyviz.models.size import PAPER_SIZES, PRESETS, count_parameters, human_bytes, memory_report
 from toyviz.settings.controls import clamp
 
 
@@ -26,9 +27,14 @@ def size_config(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_
                   n_layer=clamp(layers, 1, 512, int, "layers"), n_head=clamp(heads, 1, d_model, int, "heads"),
                   d_model=d_model, d_ff=clamp(d_ff, 0, 262144, int, "d_ff"), positional=positional,
                   feed_forward=feed_forward, tie_head=bool(tied))
+    # their combination, said before GPTConfig refuses it in its own (English, a programmer's) words
+    if fields["d_model"] % fields["n_head"]:
+        raise mistake("errors.size.heads_divide", d_model=fields["d_model"], heads=fields["n_head"])
+    if positional == "rope" and (fields["d_model"] // fields["n_head"]) % 2:
+        raise mistake("errors.size.rope_even", head=fields["d_model"] // fields["n_head"])
     try:
         return GPTConfig(**fields)
-    except ValueError as err:       # their combination: the heads must divide d_model, RoPE needs an even head
+    except ValueError as err:       # what else a request may send (a positional kind the radio does not offer)
         raise UserError(str(err)) from None
 
 
@@ -36,7 +42,27 @@ def size_view(explorer: Explorer, preset, layers=12, heads=12, d_model=768, d_ff
               positional="learned", feed_forward="gelu", tied=True, projector=False):
     config = size_config(explorer, preset, layers, heads, d_model, d_ff, vocab, context, positional, feed_forward,
                          tied)
-    return describe_size(config, preset), model_figs.parameter_bars(count_parameters(config), projector=projector)
+    return size_note(config, preset), model_figs.parameter_bars(count_parameters(config), projector=projector)
+
+
+def size_note(config, preset: str = "custom") -> str:
+    """The calculator's paragraph for a config: its exact parameter count (beside the figure the paper quoted for a
+    GPT-2 preset), the embeddings' share, weight and attention memory, KV cache, FLOPs."""
+    counts = count_parameters(config)
+    total = counts["total"]
+    quoted = t("notes.size.paper", quoted=PAPER_SIZES[preset]) if preset in PAPER_SIZES else ""
+    share = (counts["token_embedding"] + counts["position_embedding"]) / total
+    text = t("notes.size.total", total=f"{total:,}", quoted=quoted, share=f"{share:.0%}")
+    if isinstance(config, TranslatorConfig):                       # encoder + decoder stacks
+        return text + t("notes.size.translator", fp32=human_bytes(4 * total), bf16=human_bytes(2 * total),
+                        encoder=config.n_encoder_layer, decoder=config.n_decoder_layer)
+    mem = memory_report(config)
+    return text + t("notes.size.gpt", fp32=human_bytes(mem["weights_fp32_bytes"]),
+                    bf16=human_bytes(mem["weights_bf16_bytes"]), context=config.context,
+                    attention=human_bytes(mem["attention_bytes_per_layer_fp32"]),
+                    kv_token=f"{mem['kv_cache_bytes_per_token_bf16']:,}",
+                    kv_full=human_bytes(mem["kv_cache_bytes_full_context_bf16"]),
+                    gflops=f"{mem['flops_per_token'] / 1e9:.2f}")
 
 
 def preset_fields(explorer: Explorer, preset) -> list | None:

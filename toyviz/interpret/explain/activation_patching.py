@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from toyviz.api import GPT
-from toyviz.errors import UserError
+from toyviz.i18n import mistake
 from toyviz.interpret.explain.prompt import capture, encode, heads_site, pick_token, resid_pre, run
 from toyviz.models import names
 from toyviz.models.names import Name
@@ -61,8 +61,7 @@ class Patching:
 def _pair_ids(gpt: GPT, clean: str, corrupted: str) -> tuple[list[int], list[int]]:
     a, b = encode(gpt, clean), encode(gpt, corrupted)
     if len(a) != len(b):
-        raise UserError(f"the prompts must have the same number of tokens: clean has {len(a)}, "
-                        f"corrupted has {len(b)}")
+        raise mistake("errors.same_length", clean=len(a), corrupted=len(b))
     return a, b
 
 
@@ -113,12 +112,12 @@ def patching(gpt: GPT, clean: str, corrupted: str, clean_answer=None, corrupted_
     ca = pick_token(gpt, clean_answer, model.head(model.ln_f(clean_cache[final]))[0, -1])
     cb = pick_token(gpt, corrupted_answer, model.head(model.ln_f(corr_cache[final]))[0, -1])
     if ca == cb:
-        raise UserError(f"both prompts predict {gpt.tokenizer.piece(ca)!r}: name two different answers")
+        raise mistake("errors.same_answer", token=repr(gpt.tokenizer.piece(ca)))
     W = model.head.weight
     metric = lambda final: model.ln_f(final[:, -1]) @ (W[ca] - W[cb])   # (B, T, C) → (B,)
     m_clean, m_corr = float(metric(clean_cache[final])), float(metric(corr_cache[final]))
     if abs(m_clean - m_corr) < 1e-6:
-        raise UserError("the metric is the same on both prompts: nothing to patch")
+        raise mistake("errors.same_metric")
 
     def final_stream(edits: dict) -> torch.Tensor:
         """The stream the final norm reads in the corrupted run with `edits` (a batch, one row per patch)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from toyviz.api import GPT
-from toyviz.errors import UserError
+from toyviz.i18n import mistake
 from toyviz.models import names
 from toyviz.models.hooks import Hook, Hooks
 
@@ -43,14 +43,15 @@ def pick_token(gpt: GPT, token, logits: torch.Tensor) -> int:
     if isinstance(token, str):
         ids = gpt.tokenizer.encode(token)
         if len(ids) != 1:
-            raise UserError(f"{token!r} is {len(ids)} tokens ({gpt.tokenizer.pieces(ids)}); pick one token")
+            raise mistake("errors.one_token", given=repr(token), count=len(ids),
+                          pieces=" | ".join(gpt.tokenizer.pieces(ids)))
         return ids[0]
     if not 0 <= int(token) < gpt.config.vocab_size:
-        raise UserError(f"token id {token} is outside the vocabulary (0…{gpt.config.vocab_size - 1})")
+        raise mistake("errors.outside_vocabulary", token=token, last=gpt.config.vocab_size - 1)
     return int(token)
 
 
 def check_position(position: int, T: int) -> int:
     if not -T <= position < T:
-        raise UserError(f"position {position} is outside the prompt's {T} tokens")
+        raise mistake("errors.position", position=position, count=T)
     return position % T
