@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from toyviz import i18n
 from toyviz.app import caches
 from toyviz.app.explorer import Explorer
 from toyviz.interpret import explain
@@ -21,7 +22,9 @@ def test_the_index_is_built_on_a_thread_and_the_panel_says_so_meanwhile(tiny_gpt
     monkeypatch.setattr(caches, "INDEX_WAIT_S", 0.1)
     explorer = Explorer(tiny_gpt, None)
     index, why = explorer.caches.training_index()
-    assert index is None and "being fetched" in why
+    assert index is None and "being fetched" in str(why)
+    with i18n.speaking("es"):
+        assert "se está descargando el texto de entrenamiento" in i18n.said(why)
     release.set()
     deadline = time.time() + 10
     while explorer.caches.training_index()[0] is None and time.time() < deadline:
@@ -36,4 +39,6 @@ def test_a_failed_fetch_says_why(tiny_gpt, monkeypatch):
         raise OSError("no network")
     monkeypatch.setattr(explain, "corpus_ids", offline)
     index, why = Explorer(tiny_gpt, None).caches.training_index()
-    assert index is None and "could not be fetched" in why and "no network" in why
+    assert index is None and "could not be fetched" in str(why) and "no network" in str(why)
+    with i18n.speaking("es"):
+        assert i18n.said(why) == "no se pudo descargar el texto de entrenamiento (OSError: no network)"

@@ -135,8 +135,9 @@ def in_visitors_language(fn):
     return wrapper
 
 
-def said(err: Exception) -> str:
-    """A user's mistake in the current language: its key's text where it was raised with one, else its own."""
+def said(err: Exception | str) -> str:
+    """A user's mistake in the current language: its key's text where it was raised with one, else its own (a
+    text as it is)."""
     key = getattr(err, "key", None)
     return t(key, **err.fields) if key else str(err)
 

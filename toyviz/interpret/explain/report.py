@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from toyviz.api import GPT
-from toyviz.i18n import LANGUAGES, Term, current, parts, t
+from toyviz.i18n import LANGUAGES, Term, current, parts, said, t
 from toyviz.interpret.readout import logit_lens
 from toyviz.interpret.explain.attribution import Components, components
 from toyviz.interpret.explain.prompt import check_position, encode, pick_token
@@ -39,7 +39,7 @@ class Why:
     lens_rank: list[int]                  # the token's rank (0 = first) in the logit lens after each of those
     lens_probability: list[float]
     sources: list[Ngram] | None           # None: no index of the training text here
-    sources_reason: str = ""              # why sources is None
+    sources_reason: str | Exception = ""  # why sources is None (a UserError: said in the event's language)
 
     @property
     def first_top_layer(self) -> str | None:
@@ -64,7 +64,7 @@ def top_next(gpt: GPT, logits: torch.Tensor, n: int = TOP_CHOICES) -> list[tuple
 
 @torch.no_grad()
 def why(gpt: GPT, text: str, token=None, *, position: int = -1, index: NgramIndex | None = None,
-        sources_reason: str = "no index of the training text was given", steps: int = 32,
+        sources_reason: str | Exception = "no index of the training text was given", steps: int = 32,
         top_k: int = 8) -> Why:
     """The evidence for `token` (None: the top one; a piece string or an id) after `text` at
     `position`: components verified by ablation (top_k of them), saliency with integrated gradients
@@ -146,7 +146,7 @@ def paragraph(w: Why) -> list[Segment]:
         say("lens_first", {"layer": "lens"}, layer=first)
 
     if w.sources is None:
-        say("no_counts", reason=w.sources_reason)
+        say("no_counts", reason=said(w.sources_reason))
     else:
         seen = [g for g in w.sources if g.count > 0]
         if not seen:
