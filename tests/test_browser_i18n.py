@@ -193,8 +193,11 @@ def test_a_spanish_lecture_ends_in_a_report_in_spanish(url, spanish):
     first = [" be"] * 9 + [" do"] * 5 + [" the"] * 5 + [" die"] * 4                  # 23 phones, as the English picture
     vote(url, code, 0, first)
     expect()(bar.locator(".lesson-waiting")).to_contain_text("23 votos hasta ahora", timeout=WAIT)
+    cover = spanish.evaluate("() => getComputedStyle(document.querySelector('body.lesson-hides #note'), '::after').content")
+    assert cover == '"' + t("bar.hidden", "es") + '"', cover                      # what covers the answer, in Spanish
     spanish.locator("#lesson-reveal").click()
     expect()(bar.locator(".lesson-votes")).to_contain_text(t("bar.class", "es", count=23), timeout=WAIT)
+    expect()(bar.locator(".lesson-answer")).to_contain_text("el token siguiente más probable del modelo es")
     settle(spanish)
     spanish.locator("#lesson-next").click()
     expect()(bar).to_contain_text("Con temperatura 0,2", timeout=WAIT)
@@ -215,7 +218,9 @@ def test_a_spanish_lecture_ends_in_a_report_in_spanish(url, spanish):
     expect()(files.locator("a[href*='.html']").first).to_be_visible(timeout=WAIT)
     expect()(spanish.locator("#past-pick")).to_contain_text(t("labels.past_lectures", "es"))
     expect()(files).to_contain_text(t("labels.report_files", "es"))
-    expect()(bar).to_contain_text(code)
+    expect()(bar).to_contain_text(t("report.ended_head", "es", code=code))
+    expect()(bar).to_contain_text("votaron en 7 preguntas")
+    expect()(spanish.locator("#past-pick")).to_contain_text("El servidor guarda los informes de las")
     settle(spanish)
     spanish.evaluate("() => window.scrollTo(0, 0)")
     top = bar.bounding_box()["y"]
@@ -233,8 +238,12 @@ def test_a_spanish_lecture_ends_in_a_report_in_spanish(url, spanish):
                  t("report.predicted", "es"), first_step, "gana la palabra más común del inglés",
                  t("report.not_revealed", "es")):
         assert html.escape(said) in page, said
-    for english in ("the lecture's report", "Common misconceptions", "Asked:", "Predicted it:", "phones voted"):
+    for english in ("the lecture's report", "Common misconceptions", "Asked:", "Predicted it:", "phones voted",
+                    "the model's top next token"):
         assert english not in page, english
+    table = files.locator("a[href*='.csv']").first.get_attribute("href")
+    table = spanish.request.get(table if "://" in table else url.rstrip("/") + table).text()
+    assert table.startswith("fecha,lección,código,teléfonos,paso,título,pregunta,opción,votos"), table[:200]
     report = spanish.context.new_page()
     report.set_viewport_size({"width": 900, "height": 1000})
     report.set_content(page, wait_until="load")

@@ -48,7 +48,8 @@ def past(lessons, keys: list[str], value: int | None = None, lang: str | None = 
     """The past lectures these presenter's keys drove, newest first, and how long they are kept, in the visitor's
     language (default: the event's)."""
     lang = lang or i18n.current()
-    return gr.Dropdown(choices=[(report.label(r, lang=lang), r.id) for r in lessons.lectures.reports(keys)],
+    title = lambda r: lesson.title if (lesson := report.lesson_now(r)) else ""     # its lesson's, as it reads now
+    return gr.Dropdown(choices=[(report.label(r, title(r), lang), r.id) for r in lessons.lectures.reports(keys)],
                        value=value, info=report.kept_note(lang))
 
 
