@@ -520,3 +520,27 @@ def test_the_circuits_and_watch_notes_are_spanish(shipped):
     with i18n.speaking("en"):
         assert watch.status(None) == "No run yet: pick a recipe and press **Start**."
         assert watch.refusal(live.RunRefused("x"), "stopped", live.LiveRuns())["text"] == "⚠ **Not stopped:** x."
+
+
+def test_every_shipped_feature_label_is_read_back_and_said_in_spanish():
+    """A feature's label is stored in English in its checkpoint (dashboards.json) and said in the page's language:
+    every shipped label reads back to itself in English, and each worded form ("or", "after", a kind, "no clear
+    pattern", "dead") is said in Spanish, its tokens and shares as stored."""
+    import json
+    from pathlib import Path
+    from toyviz.interpret import dashboards
+    labels = {label for path in Path("checkpoints").glob("gpt/**/dashboards.json")
+              for label in json.loads(path.read_text())["labels"]}
+    if not labels:
+        pytest.skip("no shipped dictionaries")
+    with i18n.speaking("en"):
+        assert [label for label in labels if dashboards.said(label) != label] == []
+    with i18n.speaking("es"):
+        spanish = {label: dashboards.said(label) for label in labels}
+    worded = [label for label in labels if "' or '" in label or not label.startswith("'")]
+    assert len(worded) > 1000 and all(spanish[label] != label for label in worded), \
+        [label for label in worded if spanish[label] == label][:5]
+    assert spanish["no clear pattern"] == "ningún patrón claro"
+    assert spanish["after ' the' (55%)"] == "tras ' the' (55%)"
+    assert spanish["word endings (no leading space) (90%)"] == "finales de palabra (sin espacio delante) (90%)"
+    assert dashboards.label([" a", " b", " c", " a", " b"], [""] * 5) == "' a' or ' b' (80%)"

@@ -240,7 +240,8 @@ def panel() -> gr.HTML:
     answers the tab's sliders, Generate and Stop itself: web/src/sampler.js), the server until then or
     when the model cannot load here, and why."""
     settings = html.escape(json.dumps(sampler_settings()), quote=True)
-    return gr.HTML(f"<div class='tv-backend' data-settings=\"{settings}\">Loading the sampler…</div>",
+    # "…" until the page script says its line in the page's language (one HTML for every visitor: no words here)
+    return gr.HTML(f"<div class='tv-backend' data-settings=\"{settings}\">…</div>",
                    elem_id="browser-model", js_on_load=(
         "if (window.toyvizMount) window.toyvizMount(element);"
         "else element.querySelector('.tv-backend').textContent = "

@@ -18,6 +18,7 @@ from toyviz.models.checkpoint import CHECKPOINTS
 from toyviz.app.caches import Caches
 from toyviz.app.loaded import Models, clean_prompt
 from toyviz.settings.controls import KV_NEW_TOKENS, LAST_WORD, MODELS, setting
+from toyviz.interpret.dashboards import said as said_label
 
 EXPERIMENTS = CHECKPOINTS / "experiments"
 BUSY_SEARCHES = 2       # searches running at once before a new beam search is greedy: a class must not queue behind them
@@ -129,7 +130,7 @@ class Explorer:
         features = self.caches.features()
         feature = setting("steer_feature", feature, upper=len(features) - 1)
         return features.steer(feature, alpha), t("notes.sampling.steered", feature=feature,
-                                                 label=features.labels[feature], alpha=f"{alpha:g}",
+                                                 label=said_label(features.labels[feature]), alpha=f"{alpha:g}",
                                                  site=features.site.name)
 
     def kv_cache_benchmark(self, prompt, new_tokens: int = KV_NEW_TOKENS) -> dict:

@@ -16,7 +16,10 @@ Stored as dashboards.safetensors (the arrays) + dashboards.json (labels and size
 """
 from __future__ import annotations
 
+import functools
 import json
+import re
+import string
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -24,14 +27,16 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from toyviz.i18n import LANGUAGES, Term, catalogue, t
+
 BEFORE, AFTER = 16, 4          # tokens shown before and after a context's peak
 CONTEXTS = 10                  # top contexts kept per feature
 BINS = 24                      # histogram bins between 0 and the feature's largest activation
 LOGIT_TOKENS = 10              # promoted and suppressed tokens kept
 LABEL_TOP = 20                 # strongest activations a label is built from
 DOMINANT, CLASS_DOMINANT = 0.5, 0.8   # shares of LABEL_TOP a token, or a kind of token, needs to name a feature
-NO_PATTERN = "no clear pattern"
-DEAD = "dead (never active on the held-out text)"
+NO_PATTERN = t("features.label.no_pattern", LANGUAGES[0])
+DEAD = t("features.label.dead", LANGUAGES[0])
 
 
 @dataclass
@@ -145,21 +150,21 @@ def build(ids: torch.Tensor, window: int, indices: torch.Tensor, values: torch.T
 
 
 def kind_of_piece(piece: str) -> str:
-    """A token's kind, in words a label can use."""
+    """A token's kind: a key of the catalogues' features.kind, the words a label uses."""
     word = piece.strip()
     if "\n" in piece:
-        return "line breaks"
+        return "line_breaks"
     if not word:
         return "spaces"
     if not any(c.isalnum() for c in word):
         return "punctuation"
     if word.isalpha() and word.isupper() and len(word) > 1:
-        return "ALL-CAPS words (speaker names)"
+        return "all_caps"
     if word[0].isupper():
-        return "capitalised words"
+        return "capitalised"
     if not piece[0].isspace() and word.isalpha():
-        return "word endings (no leading space)"
-    return "lower-case words"
+        return "endings"
+    return "lower_case"
 
 
 def quoted(piece: str) -> str:
@@ -175,15 +180,53 @@ def label(top: list[str], before: list[str]) -> str:
     if not top:
         return DEAD
     n = len(top)
+    english = lambda key, **fields: t(f"features.label.{key}", LANGUAGES[0], **fields)     # stored: said()
     counts = Counter(top).most_common(2)
     if counts[0][1] >= DOMINANT * n:
-        return f"{quoted(counts[0][0])} ({counts[0][1] / n:.0%})"
+        return english("one", piece=quoted(counts[0][0]), share=f"{counts[0][1] / n:.0%}")
     if len(counts) == 2 and counts[1][1] >= 0.2 * n and counts[0][1] + counts[1][1] >= DOMINANT * n:
-        return f"{quoted(counts[0][0])} or {quoted(counts[1][0])} ({(counts[0][1] + counts[1][1]) / n:.0%})"
+        return english("two", first=quoted(counts[0][0]), second=quoted(counts[1][0]),
+                       share=f"{(counts[0][1] + counts[1][1]) / n:.0%}")
     prev, times = Counter(before).most_common(1)[0]
     if times >= DOMINANT * n and prev:
-        return f"after {quoted(prev)} ({times / n:.0%})"
+        return english("after", piece=quoted(prev), share=f"{times / n:.0%}")
     kind, times = Counter(map(kind_of_piece, top)).most_common(1)[0]
     if times >= CLASS_DOMINANT * n:
-        return f"{kind} ({times / n:.0%})"
+        return english("kind", kind=Term(f"features.kind.{kind}"), share=f"{times / n:.0%}")
     return NO_PATTERN
+
+
+# what each field of a stored label can be, to read it back: a quoted piece, a share, a kind's English
+_SHAPES = {"piece": "'.*'", "first": "'.*?'", "second": "'.*'", "share": r"\d+%"}
+
+
+@functools.cache
+def _kinds() -> dict[str, str]:
+    """A kind's English words → its key (features.kind.*)."""
+    return {t(key, LANGUAGES[0]): key for key in catalogue(LANGUAGES[0]) if key.startswith("features.kind.")}
+
+
+@functools.cache
+def _readers() -> list[tuple[str, re.Pattern]]:
+    """(form, the regular expression of its English), for every form a label takes but the two fixed ones."""
+    shapes = _SHAPES | {"kind": "|".join(map(re.escape, _kinds()))}
+    readers = []
+    for form in ("two", "after", "kind", "one"):               # the narrower first: "'a' or 'b' (80%)" is two, not one
+        english = t(f"features.label.{form}", LANGUAGES[0])
+        pattern = "".join(re.escape(literal) + (f"(?P<{name}>{shapes[name]})" if name else "")
+                          for literal, name, _, _ in string.Formatter().parse(english))
+        readers.append((form, re.compile(pattern + "$")))
+    return readers
+
+
+def said(label: str) -> str:
+    """A stored label (English, as `label` wrote it, in a checkpoint's dashboards.json) in the event's language."""
+    if label in (DEAD, NO_PATTERN):
+        return t("features.label.dead" if label == DEAD else "features.label.no_pattern")
+    for form, reader in _readers():
+        if read := reader.match(label):
+            found = read.groupdict()
+            if "kind" in found:
+                found["kind"] = Term(_kinds()[found["kind"]])
+            return t(f"features.label.{form}", **found)
+    return label                                  # a form this code never wrote (a hand-edited file): as it is

@@ -21,6 +21,7 @@ from toyviz.interpret.circuits.export import parse
 from toyviz.interpret.circuits.intervene import predicted_prob
 from toyviz.interpret.circuits.nodes import Node, NodeGraph
 from toyviz.interpret.dictionary import Dashboard
+from toyviz.interpret.dashboards import said as said_label
 
 MAX_EDGES = 400               # edges drawn: the strongest shares of their target's input (a hairball past that)
 PER_LINE = 6                  # nodes side by side in a cell before the next line of them
@@ -189,7 +190,7 @@ def summary(node: Node, view: NodeGraph) -> str:
         named = parse(node.key)
         layer, position = named.layer, named.position
         return t("figures.circuits.feature_hover", layer=layer, feature=feature_number(node), position=position,
-                 piece=visible(view.pieces[int(position)]), label=html.escape(node.label), value=f"{node.value:.2f}",
+                 piece=visible(view.pieces[int(position)]), label=html.escape(said_label(node.label)), value=f"{node.value:.2f}",
                  share=share, id=node.key)
     if node.kind == "error":
         named = parse(node.key)
@@ -239,7 +240,7 @@ def feature_html(node: Node, feature: int, board: Dashboard | None) -> str:
     named = parse(node.key)
     layer, position = named.layer, named.position
     head = (f"<div class='circuit-card'><b>{t('figures.circuits.card_title', layer=layer, feature=feature)}</b> "
-            f"{html.escape(node.label)}<br>" + t("figures.circuits.card_here", position=position,
+            f"{html.escape(said_label(node.label))}<br>" + t("figures.circuits.card_here", position=position,
                                                  value=f"{node.value:.2f}", share=f"{node.influence:.1%}"))
     if board is None:
         return head + f"<br><i>{t('figures.circuits.no_dashboard')}</i></div>"
@@ -278,7 +279,8 @@ def other_html(node: Node, view: NodeGraph) -> str:
 
 def group_html(node: Node) -> str:
     members = node.members
-    listed = "".join(f"<li>{html.escape(m.key)}: {html.escape(m.label)} ({m.influence:.1%})</li>" for m in members)
+    listed = "".join(f"<li>{html.escape(m.key)}: {html.escape(said_label(m.label) if m.kind == 'feature' else m.label)} "
+                     f"({m.influence:.1%})</li>" for m in members)
     return (f"<div class='circuit-card'><b>{t('figures.circuits.group_title', name=html.escape(node.key))}</b>: "
             + t("figures.circuits.group_card", n=len(members), share=f"{node.influence:.1%}")
             + f"<ul>{listed}</ul></div>")

@@ -13,6 +13,7 @@ from toyviz.i18n import t
 from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, message, numpy, style,
                                  token_labels, visible)
 from toyviz.interpret.dictionary import Dashboard, PromptFeatures
+from toyviz.interpret.dashboards import said as said_label
 
 UP, DOWN = "#2166ac", "#b2182b"           # promoted and suppressed, as the residual tab's attributions
 LABEL_CHARS = 40                          # feature labels on an axis are cut to this many characters
@@ -21,7 +22,7 @@ CELL_CHARS = 6                            # a context cell shows this much of it
 
 def feature_name(feature: int, label: str) -> str:
     """An axis label: "#17 'Lord' (85%)", cut to LABEL_CHARS."""
-    name = f"#{feature} {label}"
+    name = f"#{feature} {said_label(label)}"
     return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 

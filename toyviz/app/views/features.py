@@ -5,13 +5,14 @@ from toyviz.i18n import t
 from toyviz.app.explorer import Explorer
 from toyviz.app.figures import features as feature_figs
 from toyviz.settings.controls import settle
+from toyviz.interpret.dashboards import said as said_label
 
 
 LISTED_FEATURES = 12          # features named in the tab's list (the prompt's, a search's, the most frequent)
 
 
 def feature_line(features, f: int) -> str:
-    return t("notes.features.line", feature=f, label=features.labels[f], share=f"{features.data.frequency[f]:.2%}")
+    return t("notes.features.line", feature=f, label=said_label(features.labels[f]), share=f"{features.data.frequency[f]:.2%}")
 
 
 def feature_list(features, found: list[int], search: str) -> str:
@@ -34,9 +35,9 @@ def features_view(explorer: Explorer, prompt, feature=-1, search="", projector=F
         feature = strongest[0] if strongest else features.by_frequency()[0]
     dashboard = features.dashboard(feature)
     m = features.metrics
-    about = t("notes.features.about", feature=feature, label=dashboard.label, share=f"{dashboard.frequency:.2%}",
+    about = t("notes.features.about", feature=feature, label=said_label(dashboard.label), share=f"{dashboard.frequency:.2%}",
               strongest=f"{dashboard.max_activation:.2f}",
-              here=", ".join(f"#{f} {features.labels[f]}" for f in strongest[:5]) or t("notes.features.none_fires"),
+              here=", ".join(f"#{f} {said_label(features.labels[f])}" for f in strongest[:5]) or t("notes.features.none_fires"),
               count=f"{len(features):,}", site=features.site.name, k=m["k"], fve=f"{m['fve']:.0%}",
               recovered=f"{m['ce_recovered']:.0%}", dead=f"{m['dead']:.1%}")
     return (note, feature_figs.prompt_features(found, projector=projector), about,
