@@ -442,7 +442,8 @@ def test_the_why_paragraph_is_spanish_with_its_numbers_linked_as_in_english(ship
     assert numbers(spanish) == numbers(english) and len(numbers(english)) >= 8
     text = "".join(text for text, _ in spanish)
     assert text.startswith("Tras «…") and "La atribución directa a los logits" in text and "gradientes integrados" in text
-    assert not any(word in text for word in ("After", " the model", "Direct logit", "integrated gradients", " times "))
+    assert not any(word in text for word in ("After", " the model", "Direct logit", "integrated gradients", " times ",
+                                             "after layer", "after the last"))
 
 
 def test_a_number_past_its_range_is_noted_and_refused_in_spanish():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from toyviz.i18n import t
 from toyviz.models.names import EMBED, LN_F, Name, bias, head, layer_of
 from toyviz.models.trace import Trace
 
@@ -22,6 +23,12 @@ def layer_streams(trace: Trace) -> tuple[list[str], torch.Tensor]:
             names.append(EMBED if layer < 0 else f"after layer {layer}")
             streams.append(total)
     return names, torch.stack(streams)
+
+
+def stream_name(name: str) -> str:
+    """A stream's name as `layer_streams` gives it ("embed", "after layer 2") in the event's language."""
+    layer = name.removeprefix("after layer ")
+    return t("figures.residual.after_layer", layer=layer) if layer != name and layer.isdigit() else name
 
 
 @torch.no_grad()

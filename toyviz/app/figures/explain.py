@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from toyviz.i18n import t
 from toyviz.app.figures import (figure, grid_axes, heatmap, numpy, style, subplots, token_grid, token_labels, tokens_per_row,
                visible)
-from toyviz.app.figures.residual import stream_name
+from toyviz.interpret.readout import stream_name
 from toyviz.interpret.explain import Components, Patching, Saliency, Why
 
 HELPED, HURT = "#2166ac", "#b2182b"          # blue: raised the token; red: lowered it (as in the Residual tab)

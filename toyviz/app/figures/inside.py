@@ -201,10 +201,11 @@ def head_steps(trace: Trace, layer: int, head: int, query: int, *, projector: bo
         panel(s["v"], dims(d_head), s["keys"], t("figures.hover.v_dim"), "coloraxis5", share=narrow),
         panel(score_rows[0], labels, ["q·k"], t("figures.hover.key") + "q·k = %{z:.3f}", "coloraxis"),
         panel(score_rows[1], labels, ["÷√d"], t("figures.hover.key") + f"q·k ÷ {root:.3g} = %{{z:.3f}}", "coloraxis"),
-        panel(score_rows[2], labels, ["masked"], t("figures.hover.key") + "%{z:.3f}", "coloraxis"),
+        panel(score_rows[2], labels, [t("figures.steps.row_masked")], t("figures.hover.key") + "%{z:.3f}", "coloraxis"),
         panel(row(greyed(s["probs"])), labels, ["probs"], t("figures.hover.key") + "p = %{z:.3f}", "coloraxis2", ".2f"),
         panel(row(s["out"]), dims(len(s["out"])), ["out"], t("figures.hover.dim"), "coloraxis5", share=half),
-        panel(row(s["write"]), dims(len(s["write"])), ["write"], t("figures.hover.dim"), "coloraxis6", share=half),
+        panel(row(s["write"]), dims(len(s["write"])), [t("figures.steps.row_write")], t("figures.hover.dim"), "coloraxis6",
+              share=half),
     ]
     for (r, c), trace_ in zip(grid.at, panels):
         fig.add_trace(trace_, row=r, col=c)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from toyviz.i18n import t
+from toyviz.i18n import LANGUAGES, catalogue, t
 from toyviz.app.figures import figure, message, style, subplots
 
 
@@ -20,7 +20,8 @@ def parameter_bars(counts: dict[str, int] | None, *, projector: bool = False) ->
         return message(t("figures.model.no_parameters"), t("figures.model.per_component"),
                        filename="toyviz-parameters", projector=projector)
     share = [v / total for v in parts.values()]
-    fig = figure(go.Bar(x=list(parts), y=list(parts.values()),
+    named = [t(f"figures.model.part_{k}") if f"figures.model.part_{k}" in catalogue(LANGUAGES[0]) else k for k in parts]
+    fig = figure(go.Bar(x=named, y=list(parts.values()),
                         text=[f"{s:.1%}" for s in share], textposition="outside", cliponaxis=False,
                         hovertemplate="%{x}: " + t("figures.hover.parameters") + "<extra></extra>"))
     # room above the tallest bar for its share, which plotly would otherwise clip at the plot's top

@@ -13,6 +13,7 @@ from toyviz.i18n import t
 from toyviz.app.figures import (candidate_label, cell_chars, cell_text, figure, heatmap, numpy, style, token_labels,
                                  visible)
 from toyviz.models.trace import Trace
+from toyviz.interpret.readout import stream_name
 
 
 
@@ -53,12 +54,6 @@ def residual_norms(trace: Trace, position: int = -1, *, projector: bool = False)
     label = token_labels(trace.tokens)[position]
     return style(fig, t("figures.residual.norms", token=label),
                  filename=f"toyviz-residual-norms-t{position % len(trace.tokens)}", projector=projector)
-
-
-def stream_name(name: str) -> str:
-    """A logit lens's row ("embed", "after layer 2": toyviz.interpret.readout) in the event's language."""
-    layer = name.removeprefix("after layer ")
-    return t("figures.residual.after_layer", layer=layer) if layer != name and layer.isdigit() else name
 
 
 READABLE_CHARS = 5    # a cell that holds fewer shows "␣…": then the positions go down the rows

@@ -10,7 +10,7 @@ import torch
 
 from toyviz.api import GPT
 from toyviz.i18n import LANGUAGES, Term, current, parts, said, t
-from toyviz.interpret.readout import logit_lens
+from toyviz.interpret.readout import logit_lens, stream_name
 from toyviz.interpret.explain.attribution import Components, components
 from toyviz.interpret.explain.prompt import check_position, encode, pick_token
 from toyviz.interpret.explain.input_saliency import Saliency, saliency
@@ -143,7 +143,7 @@ def paragraph(w: Why) -> list[Segment]:
     elif first == w.lens_names[-1]:
         say("lens_last", {"after": "lens"}, after=Term("why.after_last"))
     else:
-        say("lens_first", {"layer": "lens"}, layer=first)
+        say("lens_first", {"layer": "lens"}, layer=stream_name(first))
 
     if w.sources is None:
         say("no_counts", reason=said(w.sources_reason))
