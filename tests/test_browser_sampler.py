@@ -405,6 +405,7 @@ def test_a_spanish_page_samples_in_spanish(browser, url):
         page.wait_for_function("document.documentElement.lang === 'es'")
         expect()(page.locator("#browser-model .tv-backend")).to_contain_text("El muestreo corre en tu navegador",
                                                                              timeout=WAIT)
+        expect()(page.locator("#browser-model .tv-backend")).to_contain_text("pesos sha256 comprobados")
         expect()(page.locator("#generate")).to_have_text("Generar")
         expect()(page.locator("#stop")).to_have_text("Detener")
         set_slider(page, "max-new", 3)

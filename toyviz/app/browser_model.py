@@ -201,7 +201,8 @@ def sampler_words(lang: str) -> dict:
 
 
 SAMPLER = ("temperature", "top_k", "top_p", "max_new", "seed")
-PAGE_WORDS = ("button", "busy", "loading", "in_browser", "from_cache", "on_server", "failed")
+PAGE_WORDS = ("button", "busy", "loading", "in_browser", "from_cache", "on_server", "failed", "sha_checked",
+              "sha_first_visit", "sha_unverifiable")
 BRANCH_WORDS = ("hint", "tree_label", "tree_head", "attend_prompt", "attend_step", "candidates", "entry", "instead_of",
                 "the_run", "preview")                  # web/src/branches.js's
 BARS = 15                                       # candidates a next-token figure shows (web/src/figures.js BARS)

@@ -57,7 +57,7 @@ window.toyvizMount = async function mount(element) {
     toyviz.sampler = new Sampler(settings, toyviz.model, toyviz.tokenizer);
     toyviz.shownAt = performance.now();
     line.textContent = fill(text().in_browser, { seconds: (toyviz.readyAt / 1000).toFixed(1),
-      cached: toyviz.model.loaded.cached ? text().from_cache : "", sha: toyviz.model.loaded.checked });
+      cached: toyviz.model.loaded.cached ? text().from_cache : "", sha: text()[`sha_${toyviz.model.loaded.checked}`] });
   } else {
     line.textContent = fill(text().on_server, { why: toyviz.reason });
   }

@@ -33,7 +33,7 @@ export class Model {
     const files = await Promise.all(urls.map((url) => fetchBytes(url, cache, url.endsWith(".gz"))));
     const [prefill, step, weights, wasm] = files;
     const fetched = performance.now();
-    let checked = "checked on the first visit";
+    let checked = "first_visit";              // a verdict (verify.js): kept from the visit that checked the files
     if (!files.every((f) => f.cached)) {
       const verdicts = await Promise.all(names.map((name, i) => verify(name, urls[i], files[i].bytes, config.hashes[name])));
       checked = verdicts.includes("checked") ? "checked" : verdicts[0];

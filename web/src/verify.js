@@ -9,13 +9,13 @@ async function sha256(bytes) {
 
 const foreign = (url) => new URL(url, location.href).origin !== location.origin;
 
-// → "checked", or "not checked (…)" for this server's own files where the page has no crypto.subtle
-// (plain http off localhost); throws when the bytes are not the file the server checked, or come from
+// → "checked", or "unverifiable" for this server's own files where the page has no crypto.subtle (plain http off
+// localhost): verdicts the page says in its language (browser_model.sampler_words: sha_*); throws when the bytes are not the file the server checked, or come from
 // another origin and cannot be checked
 export async function verify(name, url, bytes, expected) {
   if (!globalThis.crypto?.subtle) {
     if (foreign(url)) throw new Error(`${name} comes from another origin and cannot be checked without https`);
-    return "not checked (no crypto.subtle outside https/localhost)";
+    return "unverifiable";
   }
   const digest = await sha256(bytes);
   if (digest !== expected)
