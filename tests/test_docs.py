@@ -100,6 +100,15 @@ def test_every_quoted_figure_matches_the_shipped_files(path):
         elif tuple(written(v, t) for v, t in zip(quoted, m.groups())) != m.groups():
             wrong.append(f"{m[0]!r}: the shipped translator's training.json says {quoted}")
         labelled.append(m.span())
+    for m in re.finditer(r"everyday beam-4 chrF " + NUMBER + ", BLEU " + NUMBER, text):     # today's register
+        chrf, bleu = translator.get("everyday_beam4_chrf"), translator.get("everyday_beam4_bleu")
+        if None in (chrf, bleu) or (written(chrf, m[1]), written(bleu, m[2])) != (m[1], m[2]):
+            wrong.append(f"{m[0]!r}: the shipped translator's training.json says {chrf}, {bleu}")
+        labelled.append(m.span())
+    for m in re.finditer(NUMBER + r" ?% of (?:the|its) output words", text):
+        spelled = translator.get("everyday_beam4_spelled")
+        if spelled is None or written(100 * spelled, m[1]) != m[1]:
+            wrong.append(f"{m[0]!r}: the shipped translator's training.json says {spelled}")
     for m in re.finditer(r"(beam-4|greedy) BLEU " + NUMBER + ", chrF " + NUMBER, text):
         if any(start <= m.start() < end for start, end in labelled):      # a training-verse figure, above
             continue
