@@ -248,7 +248,9 @@ def test_the_presenters_screen_ends_the_lecture_and_hands_over_its_report(tmp_pa
     files, pick = handed[2], handed[3]
     paths = lambda update: [str(f.get("path") if isinstance(f, dict) else f) for f in update.value or []]
     assert [f.rsplit(".", 1)[1] for f in paths(files)] == ["html", "csv"] and files.visible
-    assert pick.choices == [(report.label(lectures.report(kept, [secret])), kept)] and pick.value == kept
+    kept_report = lectures.report(kept, [secret])           # named by its lesson's title, as the list shows it
+    assert pick.choices == [(report.label(kept_report, report.lesson_now(kept_report).title), kept)] and \
+        pick.value == kept
     assert paths(handlers["picked"].fn(None, kept, "", {"secret": secret}))[1].endswith(".csv")
     assert paths(handlers["picked"].fn(None, kept, "someone-else", {})) == []
     row, listed, keys = handlers["listed"].fn(secret)

@@ -27,7 +27,7 @@ def test_shipped_gpt_as_loaded():
 def test_shipped_translator_as_loaded():
     mt = toyviz.load("translator", device="cpu")
     counts = count_parameters(mt)
-    assert counts["total"] == _module_total(mt.model) == 5_003_264
+    assert counts["total"] == _module_total(mt.model) == 5_003_776     # the register tokens: two source rows of 256
     assert counts == count_parameters(mt.model)
 
 
