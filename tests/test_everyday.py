@@ -24,6 +24,8 @@ def test_the_teachers_spanish_is_finished_by_rule():
         "No me gusta el té."
     assert everyday.spanish(Sentence("Welcome!", "Welcome!"), "Bienvenido!") == "¡Bienvenido!"
     assert everyday.spanish(Sentence("Madrid is big.", "Madrid is big."), "Madrid es grande.") == "Madrid es grande."
+    assert everyday.spanish(Sentence("I am two years old.", "I am two years old."), "Tengo dos años .") == \
+        "Tengo dos años."                       # the teacher's space before a stop, which the model would learn
 
 
 def test_a_yes_no_question_is_taught_as_its_statement_with_the_same_words():
