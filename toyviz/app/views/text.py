@@ -42,7 +42,7 @@ EXAMPLES = {
                ("a love letter", "My dearest lady, thou art")],
     "text": [("Genesis 1:1", DEFAULT_SOURCE), ("Psalm 23:1", "The Lord is my shepherd; I shall lack nothing."),
              ("John 21:12", "Jesus said to them, Come and eat breakfast."),
-             ("an everyday sentence (its limits)", "The dog runs in the garden.")],
+             ("an everyday sentence", "The dog runs in the garden.")],
 }
 
 
