@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from toyviz.data import bible
+from toyviz.data import bible, everyday
 from toyviz.data.bible import VersePair
 from toyviz.training.batches import VerseBatches
 from toyviz.training.cli import main
@@ -136,8 +136,10 @@ def test_everyday_pairs_teach_a_1909_only_checkpoint_a_second_register(tmp_path,
     words = [("the man went home", "el hombre fue a casa"), ("the light is good", "la luz es buena"),
              ("my father saw the river", "mi padre vio el río")]
     pairs = [{"en": f"{en.capitalize()} {i}.", "es": f"{es.capitalize()} {i}."} for i in range(20) for en, es in words]
-    (bible_cache / "everyday").mkdir()
-    (bible_cache / "everyday" / "pairs-60-1337.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    cache = everyday.pairs_cache(60, 1337)          # the pairs ready, so apertium never runs here
+    assert cache.is_relative_to(bible_cache)
+    cache.parent.mkdir()
+    cache.write_text("".join(json.dumps(p) + "\n" for p in pairs))
     monkeypatch.setattr(evaluate, "spelled_share", lambda texts: 0.5)      # hunspell's own test: test_everyday
     seen = []
     original = VerseBatches.__init__

@@ -38,11 +38,16 @@ class Pair:
     es: str
 
 
+def pairs_cache(n: int, seed: int) -> Path:
+    """Where load_pairs keeps n pairs made with seed."""
+    # "pairs2": made again since `spanish` removes the teacher's space before a stop (the pairs-* files kept it)
+    return cache_dir() / "everyday" / f"pairs2-{n}-{seed}.jsonl"
+
+
 def load_pairs(n: int, seed: int = 0) -> list[Pair]:
     """n (or fewer, after the teacher's marked lines are dropped) everyday pairs, made once and cached
-    at cache_dir()/everyday/pairs2-<n>-<seed>.jsonl: only the first call needs apertium and wordfreq."""
-    # "pairs2": made again since `spanish` removes the teacher's space before a stop (the pairs-* files kept it)
-    cache = cache_dir() / "everyday" / f"pairs2-{n}-{seed}.jsonl"
+    at pairs_cache(n, seed): only the first call needs apertium and wordfreq."""
+    cache = pairs_cache(n, seed)
     if not cache.exists():
         ensure_packages()
         cache.parent.mkdir(parents=True, exist_ok=True)
