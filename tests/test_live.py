@@ -195,7 +195,9 @@ def test_a_run_that_fails_says_it_is_our_fault_and_logs_why(caplog):
 def test_before_any_run_the_tab_draws_the_recipes_loss_axes_and_where_its_curves_start():
     from toyviz.app.views import watch
 
-    status, loss, heads, pattern, samples = watch.watch_view(live.LiveRuns(), watch.LATEST, -1, False, "induction")
+    status, loss, heads, pattern, samples, polls, stop_shown = watch.watch_view(live.LiveRuns(), watch.LATEST, -1,
+                                                                                False, "induction")
+    assert not polls and not stop_shown
     assert "No run yet" in status and heads is None and pattern is None and samples == ""
     assert tuple(loss.layout.xaxis.range) == (0, live.settings_for("induction").steps)
     chance = [shape for shape in loss.layout.shapes if shape.line.dash == "dash"]

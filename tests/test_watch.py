@@ -48,9 +48,9 @@ def test_a_refused_start_or_stop_says_why_where_the_status_is_and_the_page_watch
     runs = live.LiveRuns()
     owner = watch.who(request("owner", "10.0.0.5"), {}, presenter)
     student = watch.who(request("student", "10.0.0.6"), {}, presenter)
-    which, upto, note, status, *figures = watch.start_view(runs, owner, "induction", 0, "", watch.LATEST, -1, False,
-                                                           presenter)
-    assert (which, upto, note) == (watch.LATEST, -1, {}) and "Not started" not in status
+    which, upto, note, view = watch.start_view(runs, owner, "induction", 0, "", watch.LATEST, -1, False, presenter)
+    assert (which, upto, note) == (watch.LATEST, -1, {}) and "Not started" not in view.status
+    assert view.polls and view.stop_shown                                     # the owner's page polls, and may stop
     wait(runs, lambda r: len(r.records) >= 2)
     try:
         assert watch.may_stop(runs.current(), owner) and not watch.may_stop(runs.current(), student)
@@ -59,20 +59,20 @@ def test_a_refused_start_or_stop_says_why_where_the_status_is_and_the_page_watch
         assert "A run started by another page: you are watching it" in watching
 
         # the student, scrubbing the last finished run, presses Start: told why, and switched to the run that trains
-        which, upto, note, status, loss, heads, attention, samples = watch.start_view(
+        which, upto, note, (status, loss, heads, attention, samples, polls, stop_shown) = watch.start_view(
             runs, student, "text", 0, "too short", watch.LAST_FINISHED, 60, True, presenter)
-        assert (which, upto) == (watch.LATEST, -1)
+        assert (which, upto) == (watch.LATEST, -1) and polls and not stop_shown
         assert status.startswith("⚠ **Not started:** a run started by another page is training")
         assert "you are watching it" in status and "seed 0: training" in status
         assert "Loss at step" in loss.layout.title.text and heads is not None and attention is not None
         polled = watch.watch_view(runs, watch.LATEST, -1, True, "text", student, note)[0]
         assert polled.startswith("⚠ **Not started:**")                       # the page's next polls keep saying it
 
-        note, status, *_ = watch.stop_view(runs, student, watch.LATEST, -1, False)
+        note, (status, *_) = watch.stop_view(runs, student, watch.LATEST, -1, False)
         assert status.startswith("⚠ **Not stopped:** a run started by another page is training: only the page "
                                  "that started it can stop it")
         assert runs.current().running                                         # the student's Stop ended nothing
-        _, status, *_ = watch.stop_view(runs, owner, watch.LATEST, -1, False)
+        _, (status, *_) = watch.stop_view(runs, owner, watch.LATEST, -1, False)
         assert "stopped" in status and "Not stopped" not in status and not runs.current().running
         after = watch.watch_view(runs, watch.LATEST, -1, False, "induction", student, note)[0]
         assert "Not stopped" not in after                     # said over a run that has ended: no longer true
@@ -82,12 +82,12 @@ def test_a_refused_start_or_stop_says_why_where_the_status_is_and_the_page_watch
 
 def test_a_mistake_in_a_start_is_said_over_the_view_as_it_was(presenter):
     runs, page = live.LiveRuns(), watch.who(request("s", "10.0.0.5"), {}, presenter)
-    which, upto, _, status, loss, *_ = watch.start_view(runs, page, "text", 0, "x" * 150, watch.LAST_FINISHED, 60,
-                                                       False, presenter)
+    which, upto, _, (status, loss, *_) = watch.start_view(runs, page, "text", 0, "x" * 150, watch.LAST_FINISHED, 60,
+                                                          False, presenter)
     assert (which, upto) == (watch.LAST_FINISHED, 60)                          # nothing trains: the page stays
     assert status.startswith("⚠ **Not started:** paste a text of 200 to 200,000 characters (this one has 150).")
     assert "No run yet" in status and "no run yet" in loss.layout.title.text
-    status = watch.start_view(runs, page, "induction", 1.5, "", watch.LATEST, -1, False, presenter)[3]
+    status = watch.start_view(runs, page, "induction", 1.5, "", watch.LATEST, -1, False, presenter)[3].status
     assert status.startswith("⚠ **Not started:** the seed must be a whole number") and "(not 1.5)" in status
     assert runs.current() is None                                              # no run of seed 1 or 2
 
@@ -102,18 +102,30 @@ def test_a_lectures_run_stays_the_latest_while_the_lecture_goes_on_and_its_prese
     try:
         assert "The lecturer's run: you are watching it (only the lecturer can stop it)" in \
             watch.watch_view(runs, watch.LATEST, -1, False, page=student)[0]
-        assert "Not stopped" in watch.stop_view(runs, student, watch.LATEST, -1, False)[1] and runs.current().running
+        assert "Not stopped" in watch.stop_view(runs, student, watch.LATEST, -1, False)[1].status
+        assert runs.current().running
         assert watch.may_stop(runs.current(), laptop)                          # the presenter, from another page
-        assert "Not stopped" not in watch.stop_view(runs, laptop, watch.LATEST, -1, False)[1]
+        assert "Not stopped" not in watch.stop_view(runs, laptop, watch.LATEST, -1, False)[1].status
         assert not runs.current().running
     finally:
         runs.stop()
 
-    which, _, _, status, *_ = watch.start_view(runs, student, "induction", 3, "", watch.LAST_FINISHED, 10, False,
-                                               presenter)
+    which, _, _, (status, *_) = watch.start_view(runs, student, "induction", 3, "", watch.LAST_FINISHED, 10, False,
+                                                 presenter)
     assert "Not started:** the lecturer's run stays the latest while its lecture goes on" in status
     assert which == watch.LATEST and runs.current().owner == lecturer           # the lecture's run, still the latest
     assert not watch.lecture_holds(runs.current(), laptop, presenter)          # its presenter starts what they like
     with presenter.lectures.db() as db:                                        # the lecturer has not moved for 30 min
         db.execute("UPDATE lectures SET changed = ?", (time.time() - watch.LECTURE_HOLDS_S - 1,))
     assert not watch.lecture_holds(runs.current(), student, presenter)
+
+
+def test_a_view_reads_the_run_once_so_a_run_that_ends_meanwhile_never_leaves_a_page_unpolled():
+    """CI of stop 60: a page showed 'training (step 590 of 600)' for good. Its status was read before the run ended,
+    its poll's switch after: off, over a status that said training. Here each reading of the run is a step later,
+    the first one training and every later one finished: the view polls exactly when its status says training."""
+    training = live.Run("induction", 0, {"steps": 600}, state="running", owner=live.Who(page="owner"))
+    readings = iter([training, *[live.replace(training, state="finished")] * 5])
+    runs = SimpleNamespace(current=lambda: next(readings), last_finished=lambda: None)
+    view = watch.watch_view(runs, watch.LATEST, -1, False, page=live.Who(page="owner"))
+    assert "training" in view.status and view.polls and view.stop_shown

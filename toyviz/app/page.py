@@ -259,35 +259,33 @@ def wire_watch(ui, runs: live.LiveRuns | None = None):
     outputs = [ui.watch_status, *ui.watch_out, ui.watch_stop, ui.watch_tick]
     noted = [ui.watch_note, *outputs]
 
-    def shown(page: live.Who, which: str, view: tuple) -> list:
-        status_line, *figs, samples = view
-        picked = watch.pick(runs, which)
+    def shown(view: watch.Watched) -> list:
         # a figure this run does not have (the text recipe's heads and attention) is hidden, not an empty frame
-        return [status_line, *[gr.update(value=fig, visible=fig is not None) for fig in figs], samples,
-                gr.update(visible=watch.may_stop(runs.current(), page)),
-                gr.Timer(active=bool(picked and picked.running))]
+        figs = (view.loss, view.heads, view.attention)
+        return [view.status, *[gr.update(value=fig, visible=fig is not None) for fig in figs], view.samples,
+                gr.update(visible=view.stop_shown), gr.Timer(active=view.polls)]
 
     # each event in its page's language (?lang=, else Accept-Language): the status, the notes, the figures and a
     # fault's message
     @i18n.in_visitors_language
     def draw(request: gr.Request, which, upto, projector, recipe, lecture, note):
         page = watch.who(request, lecture, presenter)
-        return shown(page, which, watch.watch_view(runs, which, upto, projector, recipe, page, note))
+        return shown(watch.watch_view(runs, which, upto, projector, recipe, page, note))
 
     @i18n.in_visitors_language
     @friendly
     def start(request: gr.Request, seed, text, which, upto, projector, recipe, lecture):
         page = watch.who(request, lecture, presenter)
-        which, upto, note, *view = watch.start_view(runs, page, recipe, seed, text or "", which, upto, projector,
-                                                    presenter)
-        return [which, upto, note, *shown(page, which, view)]
+        which, upto, note, view = watch.start_view(runs, page, recipe, seed, text or "", which, upto, projector,
+                                                   presenter)
+        return [which, upto, note, *shown(view)]
 
     @i18n.in_visitors_language
     @friendly
     def stop(request: gr.Request, which, upto, projector, recipe, lecture):
         page = watch.who(request, lecture, presenter)
-        note, *view = watch.stop_view(runs, page, which, upto, projector, recipe)
-        return [note, *shown(page, which, view)]
+        note, view = watch.stop_view(runs, page, which, upto, projector, recipe)
+        return [note, *shown(view)]
 
     ui.watch_start.click(start, [ui.watch_seed, ui.watch_text, *view_inputs], [ui.watch_which, ui.watch_step, *noted],
                          api_visibility="private")

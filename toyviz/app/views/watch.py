@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import NamedTuple
 
 from toyviz import i18n
 from toyviz.app.figures import live as figures
@@ -120,10 +121,6 @@ def status(run: live.Run | None, page: live.Who = live.Who()) -> str:
     return line + ("\n\n" + t(run.error) if run.state == "failed" else "")
 
 
-def pick(runs: live.LiveRuns, which: str) -> live.Run | None:
-    return runs.last_finished() if which == LAST_FINISHED else runs.current()
-
-
 def draw_run(run: live.Run, upto: int | None, projector: bool) -> tuple:
     """(loss figure, heads figure, attention figure, samples) of a run at step `upto` (None: its latest)."""
     loss = figures.loss_curves(run, upto, projector=projector)
@@ -144,17 +141,32 @@ def drawn_run(run: live.Run, upto: int | None, projector: bool) -> tuple:
     return drawings.get(key, lambda: draw_run(run, upto, projector))
 
 
+class Watched(NamedTuple):
+    """What a page shows of the run it picked, all read from one reading of the run: the status line, the figures
+    (None: one the run has not), and whether the page keeps polling and shows Stop. Read separately, a run ending
+    between the readings left a page showing it training with its poll switched off: stuck there for good."""
+    status: str
+    loss: object
+    heads: object
+    attention: object
+    samples: str
+    polls: bool             # the picked run trains: the page's Timer stays on
+    stop_shown: bool        # the latest run trains and is the page's own (may_stop)
+
+
 def watch_view(runs: live.LiveRuns, which: str, upto: float, projector: bool, recipe: str = "induction",
-               page: live.Who = live.Who(), note: dict | None = None) -> tuple:
-    """(status, loss figure, heads figure, attention figure, samples): the run picked, at step `upto`
-    (-1: its latest), as `page` sees it, under the page's `note` while it stands; before any run, the loss axes of
-    the recipe picked (None: a figure the run has not)."""
-    run = pick(runs, which)
-    said = f"{note['text']}\n\n" if stands(note, runs.current()) else ""
+               page: live.Who = live.Who(), note: dict | None = None) -> Watched:
+    """The run picked, at step `upto` (-1: its latest), as `page` sees it, under the page's `note` while it stands;
+    before any run, the loss axes of the recipe picked."""
+    latest = runs.current()
+    run = runs.last_finished() if which == LAST_FINISHED else latest
+    said = f"{note['text']}\n\n" if stands(note, latest) else ""
+    polls, stop_shown = bool(run and run.running), may_stop(latest, page)
     if run is None:
-        return said + status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None, ""
-    return said + status(run, page), *drawn_run(run, None if upto is None or upto < 0 else int(upto),
-                                                 bool(projector))
+        return Watched(said + status(run), figures.loss_before_a_run(recipe, projector=bool(projector)), None, None,
+                       "", polls, stop_shown)
+    return Watched(said + status(run, page), *drawn_run(run, None if upto is None or upto < 0 else int(upto),
+                                                        bool(projector)), polls, stop_shown)
 
 
 def refusal(why: live.RunRefused, doing: str, runs: live.LiveRuns) -> dict:
@@ -171,8 +183,8 @@ def stands(note: dict | None, latest: live.Run | None) -> bool:
 
 
 def start_view(runs: live.LiveRuns, page: live.Who, recipe: str, seed, text: str, which: str, upto: float,
-               projector: bool, presenter=None) -> tuple:
-    """Start's answer, (which, upto, note, status, figures…): the new run, from its start; refused, the reason (the
+               projector: bool, presenter=None) -> tuple[str, float, dict, Watched]:
+    """Start's answer, (which, upto, note, view): the new run, from its start; refused, the reason (the
     note) above the status line, over the latest run when it is why (another's run trains, or a lecture's stays: the
     page switches to watching it), else over the view as it was."""
     latest = runs.current()
@@ -184,20 +196,20 @@ def start_view(runs: live.LiveRuns, page: live.Who, recipe: str, seed, text: str
         latest, note = runs.current(), refusal(why, "started", runs)
         if latest is not None and (latest.running or lecture_holds(latest, page, presenter)):
             which, upto = LATEST, -1
-        return which, upto, note, *watch_view(runs, which, upto, projector, recipe, page, note)
-    return LATEST, -1, {}, *watch_view(runs, LATEST, -1, projector, recipe, page)
+        return which, upto, note, watch_view(runs, which, upto, projector, recipe, page, note)
+    return LATEST, -1, {}, watch_view(runs, LATEST, -1, projector, recipe, page)
 
 
 def stop_view(runs: live.LiveRuns, page: live.Who, which: str, upto: float, projector: bool,
-              recipe: str = "induction") -> tuple:
-    """Stop's answer, (note, status, figures…): the run as it ended; refused (another's run), the reason (the note)
+              recipe: str = "induction") -> tuple[dict, Watched]:
+    """Stop's answer, (note, view): the run as it ended; refused (another's run), the reason (the note)
     above the status line."""
     try:
         runs.stop(by=page)
     except live.RunRefused as why:
         note = refusal(why, "stopped", runs)
-        return note, *watch_view(runs, which, upto, projector, recipe, page, note)
-    return {}, *watch_view(runs, which, upto, projector, recipe, page)
+        return note, watch_view(runs, which, upto, projector, recipe, page, note)
+    return {}, watch_view(runs, which, upto, projector, recipe, page)
 
 
 def may_stop(run: live.Run | None, page: live.Who) -> bool:
