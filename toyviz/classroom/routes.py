@@ -113,18 +113,24 @@ def not_counted(lectures: Lectures, lecture: Lecture, request: Request) -> str:
     return said("already", request)
 
 
+def step_of(lecture: Lecture):
+    """The lecture's lesson and its current step (None: the lesson file now has fewer steps); OSError or LessonError
+    when the lecturer's file moved or broke."""
+    lesson = lesson_of(lecture.lesson)
+    return lesson, lesson.steps[lecture.step] if lecture.step < len(lesson.steps) else None
+
+
 def current(lectures: Lectures, lecture: Lecture, request: Request) -> dict:
     """What a phone shows of a lecture: the step, its question and choices, and once revealed, the model's
     answer with the class's votes beside it (its detail in the lecture's language, as the Reveal wrote it)."""
     now = {"step": lecture.step, "steps": lecture.steps, "revealed": lecture.revealed, "version": lecture.version,
            "changed": round(lecture.changed)}
     try:
-        lesson = lesson_of(lecture.lesson)
+        lesson, step = step_of(lecture)
     except (OSError, LessonError) as err:        # the lecturer's file moved or broke: say so, keep following
         return {**now, "lesson": "", "title": said("unreadable", request, why=err)}
-    if lecture.step >= len(lesson.steps):
+    if step is None:
         return {**now, "lesson": lesson.title, "title": said("step_gone", request)}
-    step = lesson.steps[lecture.step]
     question = step.question
     now.update(lesson=lesson.title, title=step.title, link=step.link, question=question and question.ask,
                choices=list(question.choices) if question else [])
@@ -172,7 +178,11 @@ def router(lectures: Lectures, reveal: Callable[[str], Lecture]) -> APIRouter:
         if ballot.step != lecture.step:
             return JSONResponse({"counted": False, "step": lecture.step,
                                  "why": said("moved_on", request)}, 409)
-        choices = current(lectures, lecture, request).get("choices")
+        try:
+            step = step_of(lecture)[1]
+        except (OSError, LessonError):              # no step to check against: /now shows no choices either
+            step = None
+        choices = step.question.choices if step and step.question else ()
         if choices and ballot.choice not in choices:
             return JSONResponse({"error": said("not_a_choice", request, choice=repr(ballot.choice))}, 422)
         if problem := unfit(ballot.choice, request):
