@@ -38,8 +38,8 @@ def test_stop_and_a_new_generation_clear_the_last_runs_figures(url, page):
     expect()(button).to_be_disabled()
     expect()(title(page, "generated-plot")).to_have_text("The generated tokens", timeout=WAIT)   # not the last 6
     expect()(title(page, "bars-plot")).to_contain_text("after the generated text")
-    page.locator("#generated .token-prob").nth(5).wait_for(state="attached", timeout=WAIT)
-    shot_now(page, "truth-generating")
+    # Stop at once: waiting for a few tokens first, a page slowed by a busy machine showed its first ones only after
+    # the server had sent all 256, and Stop came after the end (CI: the run's own figures, no "Stop leaves …")
     page.locator("#stop").click()
     expect()(button).to_have_text("Generate", timeout=WAIT)
     expect()(button).to_be_enabled()
