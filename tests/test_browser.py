@@ -261,6 +261,22 @@ def test_a_number_typed_past_a_sliders_range_is_shown_and_used_clamped(url, page
     assert not error_toasts(page) and not page.errors, (error_toasts(page), page.errors)
 
 
+def test_quick_presses_of_a_slider_draw_its_last_value(url, page):
+    """Presses of the layer slider's arrow keys in a row: once every draw has landed, the figure shows the layer the
+    slider shows. Each press is an input event; with an event per trigger set to "once", those sent while a draw
+    was pending were dropped (three presses left the slider at 3 over the figure of layer 1), and an earlier draw
+    could land after a later one."""
+    open_app(page, url, "?tab=attention")
+    expect()(title(page, "attn-plot")).to_contain_text("layer 0, head 0", timeout=WAIT)
+    settle(page)
+    page.locator("#layer input[type=range]").focus()
+    for key in ("ArrowRight", "ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowRight"):
+        page.keyboard.press(key)
+    expect()(page.locator("#layer input[type=number]")).to_have_value("2")
+    settle(page)
+    expect()(title(page, "attn-plot")).to_contain_text("layer 2, head 0")
+
+
 def test_deep_link_opens_layer_and_head(url, page):
     open_app(page, url, "?tab=attention&layer=1&head=2")
     head = title(page, "attn-plot")

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from test_browser import SHOTS, expect
+from test_browser import SHOTS, expect, settle
 from test_browser_lessons import Server, counter
 from test_browser_model import WAIT, browser, explorer, open_page, page, pytestmark, url  # noqa: F401
 
@@ -146,6 +146,7 @@ def test_a_value_past_its_range_and_a_long_prompt_get_the_servers_words_in_the_p
     try:
         linked.goto(f"{url.rstrip('/')}/?tab=sample&temperature=5&prompt={quote(LONG)}", wait_until="domcontentloaded")
         expect()(linked.locator("#note")).to_contain_text("temperature 5 is above", timeout=WAIT)
+        settle(linked)                  # the tab's draws one after another: the note shows a pending one's timer
         assert note(linked) == in_page
         linked.screenshot(path=str(SHOTS / "sampler-settled-note-linked.png"))
     finally:

@@ -120,20 +120,26 @@ def wire_tabs(ui, tabs: dict, bind):
     a script can send the page's own events as well as call the endpoints."""
     for name, (fn, inputs, outputs, controls, api_name) in tabs.items():
         limited_fn = limited(fn, TABS[name].allowance)
-        tab, on_page, js = getattr(ui, f"tab_{name}"), in_place(limited_fn, outputs), clamp_in_page(inputs)
+        tab, on_page = getattr(ui, f"tab_{name}"), in_place(limited_fn, outputs)
+        redraw = gr.Button(visible="hidden", elem_id=f"redraw-{name}")
 
-        # one event draws the tab and notes it as current (two were a tenth of what a class's page opens sent)
-        def select(request: gr.Request, *values, draw=on_page, name=name):
-            return [*draw(request, *values), name]
-        tab.select(select, inputs, outputs + [ui.current], js=js, api_visibility="private", **queue(name, ui.at_once))
-        for control in controls:        # the Sample tab's sliders: the page's own model answers them when it runs
-            trigger = browser_model.page_first(control.input, "redraw", inputs).success if name == "sample" \
-                else control.input
-            trigger(on_page, inputs, outputs, js=js, api_visibility="private", **queue(name, ui.at_once))
+        # one event draws the tab and notes it as current (two were a tenth of what a class's page opens sent),
+        # whichever asks: its selection, its controls, its redraw button. Always the last: a page's draws of a tab
+        # run one after another and the last asked is drawn last (an event per trigger let an earlier draw land
+        # after a later one, and "once" dropped a slider's input while a draw was pending: three quick presses of
+        # the layer slider's arrow key left it at 3 over the figure of layer 1)
+        def draw(request: gr.Request, *values, on_page=on_page, name=name):
+            return [*on_page(request, *values), name]
+        # the Sample tab's sliders: the page's own model answers them when it runs, else they press the redraw
+        sample = name == "sample"
+        for control in controls if sample else ():
+            browser_model.page_first(control.input, "redraw", inputs).success(
+                None, js=f"() => document.getElementById('redraw-{name}').click()", api_visibility="private")
+        gr.on([tab.select, redraw.click, *([] if sample else [c.input for c in controls])], draw, inputs,
+              outputs + [ui.current], js=clamp_in_page(inputs), api_visibility="private", trigger_mode="always_last",
+              **queue(name, ui.at_once))
         gr.Button(visible=False).click(limited_fn, inputs, outputs, api_name=api_name,
                                        **queue(name, ui.at_once))          # scripts call these: each visitor's share
-        gr.Button(visible="hidden", elem_id=f"redraw-{name}").click(on_page, inputs, outputs, js=js,
-                                                                   api_visibility="private", **queue(name, ui.at_once))
     ui.all_inputs = list(dict.fromkeys(i for _, ins, _, _, _ in tabs.values() for i in ins))
     ui.all_outputs = [o for _, _, outs, _, _ in tabs.values() for o in outs]
 
