@@ -4,7 +4,7 @@ same run and whose it is (no Stop for it), its Start is refused in the status li
 and switches it to the run that trains, the run ends with its induction head named, and the step slider scrubs
 the finished run.
 Screenshots of the run mid-way and at the end, in normal and projector mode, land in screenshots/
-(git-ignored). Takes one run of the recipe (30 s on an idle machine, about a minute on a busy one).
+(git-ignored). Takes one run of the recipe, paced to last 90 s or more (a_longer_run).
 """
 import os
 
@@ -12,9 +12,20 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"          # before gradio is imp
 
 import re
 
+import pytest
 from test_browser import browser, error_toasts, expect, pytestmark, shot, url  # noqa: F401
 
+from toyviz.training.live_model import RECIPES, Induction
+
 RUN_WAIT = 240_000                  # ms: the whole run on a machine shared with others' test suites
+PACE_S = 0.15                       # a step at least: the run lasts 90 s or more
+
+
+@pytest.fixture(autouse=True)
+def a_longer_run(monkeypatch):
+    """The induction run at a slower pace (its numbers are the same at any pace: live_model.paced). At the recipe's
+    own, 30 s, a CI machine busy with the rest of the suite opened the second page only after the run had ended."""
+    monkeypatch.setitem(RECIPES, "induction", lambda: Induction(min_step_s=PACE_S))
 
 
 def open_watch_tab(page, url):
