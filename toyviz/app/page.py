@@ -85,7 +85,7 @@ def build(explorer: Explorer, lectures: Lectures | None = None, workers: Workers
             ui.say.add(ui.tab_watch, {"label": "tabs.watch"})
         ui.registry = registry(ui, bind)
         wire_tabs(ui, ui.registry, bind)
-        wire_actions(ui, explorer, compute, ui.registry)
+        wire_actions(ui, explorer, compute)
         wire_circuits(ui, compute)
         wire_links(ui)
         ui.presenter = Presenter(explorer, lectures)
@@ -167,17 +167,16 @@ def wire_tabs(ui, tabs: dict, bind):
                                       api_visibility="private", concurrency_limit=ui.at_once)
 
 
-def wire_actions(ui, explorer: Explorer, compute, tabs: dict):
+def wire_actions(ui, explorer: Explorer, compute):
     """The buttons and fields that are not a tab's redraw: translate, formula, generate, KV cache, sizes,
     the why-tab's token choices and patching. `compute`: a view → its function of the inputs (toyviz.app.compute)."""
     bind = lambda view: friendly(compute(view))
-    translate, inputs, outputs = tabs["translate"][:3]
-    translate = limited(translate, TABS["translate"].allowance)      # the button counts as the tab's redraws do
+    # Translate, Enter in the English box and an example sentence press the tab's redraw button (wire_tabs): the
+    # tab's one drawing event, so a translation never lands after the view asked next (nor the other way round)
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
-        event(in_place(translate, outputs), inputs, outputs, api_visibility="private", concurrency_limit=ui.at_once)
-    for event in (ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release):
-        event(limited(friendly(formula_view), "view"), [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out,
-              api_visibility="private")
+        event(None, js="() => document.getElementById('redraw-translate').click()", api_visibility="private")
+    gr.on([ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release], limited(friendly(formula_view), "view"),
+          [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out, api_visibility="private", trigger_mode="always_last")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,
                 ui.steer_alpha]
     generate = limited(friendly(one_per_visitor(compute(generate_view))), "generate")     # see one_per_visitor
