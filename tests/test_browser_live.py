@@ -15,10 +15,21 @@ import re
 import pytest
 from test_browser import browser, error_toasts, expect, pytestmark, shot, url  # noqa: F401
 
+from toyviz.app.views import watch
 from toyviz.training.live_model import RECIPES, Induction
 
 RUN_WAIT = 240_000                  # ms: the whole run on a machine shared with others' test suites
 PACE_S = 0.15                       # a step at least: the run lasts 90 s or more
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runs_of_its_own():
+    """This module's app watches runs of its own, made before its app (`url`): the runs are one per process
+    (watch.shared_runs), and a run an earlier module's lesson had finished was the student's "last finished run"."""
+    watch.shared_runs.cache_clear()
+    yield
+    watch.shared_runs().stop()
+    watch.shared_runs.cache_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -131,16 +131,22 @@ def test_a_view_reads_the_run_once_so_a_run_that_ends_meanwhile_never_leaves_a_p
     assert "training" in view.status and view.polls and view.stop_shown
 
 
-def test_every_trigger_of_a_pages_drawing_is_one_event_that_runs_after_the_last(tiny_checkpoints):
+def test_what_a_person_asks_is_one_event_that_runs_after_the_last_and_the_poll_its_own(tiny_checkpoints):
     """CI: a page that picked the finished run and scrubbed to step 60 was left on step 600. Each trigger was its own
     event, so two of a page's draws ran at once and the earlier (the latest step) could land after the later one.
-    One event for every trigger, always the last: a page's draws run one after another, the last asked drawn last."""
+    One event for what a person asks, always the last: a page's draws run one after another, the last asked drawn
+    last. The 1 s poll stays its own event, "once": always the last, a page on a busy server always had a draw queued
+    (test_browser_live's screenshot waited in vain for a quiet page)."""
     import app
     from toyviz.app.explorer import Explorer
 
     demo = app.build(Explorer.load(str(tiny_checkpoints["gpt"]), str(tiny_checkpoints["translator"]), "cpu"))
     ui = demo.ui
     drawing = [f for f in demo.fns.values() if ui.watch_status in f.outputs and f.name == "draw"]
-    assert len(drawing) == 1 and drawing[0].trigger_mode == "always_last"
+    [asked] = [f for f in drawing if (ui.watch_tick._id, "tick") not in f.targets]
+    assert asked.trigger_mode == "always_last"
     assert {(ui.tab_watch._id, "select"), (ui.watch_which._id, "input"), (ui.watch_step._id, "change"),
-            (ui.watch_recipe._id, "input"), (ui.watch_tick._id, "tick")} <= set(drawing[0].targets)
+            (ui.watch_recipe._id, "input")} <= set(asked.targets)
+    # the poll alone, "once": a tick while a draw is pending is dropped (a busy server gets fewer polls)
+    [poll] = [f for f in drawing if f is not asked]
+    assert poll.targets == [(ui.watch_tick._id, "tick")] and poll.trigger_mode == "once"

@@ -298,11 +298,13 @@ def wire_watch(ui, runs: live.LiveRuns | None = None):
     # projector mode, a link or a lesson's step redraw the tab on screen through its hidden button (redraw_current):
     # a projector link drew this tab's figures as well as its own tab's (on projector.change), on every page
     redraw = gr.Button(visible="hidden", elem_id="redraw-watch").click
-    # one event for every trigger, always the last: a page's draws run one after another, so an earlier one (the
-    # latest step, asked as the page picked the finished run) never lands after a later one (the step scrubbed to)
-    gr.on([ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, redraw, ui.watch_recipe.input,
-           ui.watch_tick.tick], draw, [*view_inputs, ui.watch_note], outputs, api_visibility="private",
-          trigger_mode="always_last")
+    # one event for what a person asks, always the last: a page's draws run one after another, so an earlier one
+    # (the latest step, asked as the page picked the finished run) never lands after a later one (the step scrubbed
+    # to). The poll is its own, "once": a tick while a draw is pending is dropped, so a busy server gets fewer polls
+    # (always the last, each page kept one queued behind the other); a tick that lands late is redrawn a second later
+    gr.on([ui.tab_watch.select, ui.watch_which.input, ui.watch_step.change, redraw, ui.watch_recipe.input], draw,
+          [*view_inputs, ui.watch_note], outputs, api_visibility="private", trigger_mode="always_last")
+    ui.watch_tick.tick(draw, [*view_inputs, ui.watch_note], outputs, api_visibility="private", trigger_mode="once")
 
 
 def wire_links(ui):
