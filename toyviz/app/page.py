@@ -27,7 +27,8 @@ from toyviz.app.views.size import preset_fields, size_view
 from toyviz.app.views.why import pair_fields, patching_view, why_choices
 from toyviz import i18n
 from toyviz.app.wording import Wording
-from toyviz.app.widgets import TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, redraw_current
+from toyviz.app.widgets import (TOGGLE_PROJECTOR, clamp_in_page, friendly, in_place, one_per_visitor, press_redraw,
+                                 redraw_current)
 from toyviz.app.drawn import Drawn
 from toyviz.app.compute import binder, export_tab
 from toyviz.app.explorer import Explorer
@@ -134,7 +135,7 @@ def wire_tabs(ui, tabs: dict, bind):
         sample = name == "sample"
         for control in controls if sample else ():
             browser_model.page_first(control.input, "redraw", inputs).success(
-                None, js=f"() => document.getElementById('redraw-{name}').click()", api_visibility="private")
+                None, js=press_redraw(name), api_visibility="private")
         gr.on([tab.select, redraw.click, *([] if sample else [c.input for c in controls])], draw, inputs,
               outputs + [ui.current], js=clamp_in_page(inputs), api_visibility="private", trigger_mode="always_last",
               **queue(name, ui.at_once))
@@ -174,7 +175,7 @@ def wire_actions(ui, explorer: Explorer, compute):
     # Translate, Enter in the English box and an example sentence press the tab's redraw button (wire_tabs): the
     # tab's one drawing event, so a translation never lands after the view asked next (nor the other way round)
     for event in (ui.translate_button.click, ui.source.submit, ui.source_examples.load_input_event.then):
-        event(None, js="() => document.getElementById('redraw-translate').click()", api_visibility="private")
+        event(None, js=press_redraw("translate"), api_visibility="private")
     gr.on([ui.tab_positional.select, ui.pe_d.release, ui.pe_len.release], limited(friendly(formula_view), "view"),
           [ui.pe_d, ui.pe_len, ui.projector], ui.formula_out, api_visibility="private", trigger_mode="always_last")
     sampling = [ui.prompt, ui.temperature, ui.top_k, ui.top_p, ui.max_new, ui.seed, ui.projector, ui.steer_feature,

@@ -219,6 +219,12 @@ def slider(name: str, label: str, step: float = 1, upper: int | None = None, **k
                      label=label, **kwargs)
 
 
+def press_redraw(tab: str) -> str:
+    """JavaScript that presses tab `tab`'s hidden redraw button: its one drawing event (page.wire_tabs), so whatever
+    asks for the tab's drawing this way queues behind the page's last draw of it instead of racing it."""
+    return f"() => document.getElementById('redraw-{tab}').click()"
+
+
 def redraw_current(ui, tabs: dict) -> str:
     """JavaScript that presses the hidden redraw button of the tab on screen, once the page has applied what the
     event before it changed (a deep link's or a lesson's tab). An event whose outputs were every tab's made
